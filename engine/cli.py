@@ -19,7 +19,7 @@ from ..sparql.errors import KgfedError
 
 DEMO_DIR = Path(__file__).resolve().parent / "data"
 # Modules that add sub-commands: each has `register(subparsers, common)`; imported lazily per run.
-COMMAND_MODULES: list[str] = [".cli_context", ".cli_federation"]
+COMMAND_MODULES: list[str] = [".cli_context", ".cli_federation", ".evaluate"]
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 
 
@@ -64,13 +64,14 @@ def emit(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list[str
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title or None, show_lines=False)
     for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+        table.add_row(*(escape("" if row.get(c) is None else str(row.get(c))) for c in columns))
     Console().print(table)
     if not rows:
         print("(no results)", file=sys.stderr)

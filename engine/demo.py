@@ -18,10 +18,11 @@ def default_endpoint(dialect: str | None = None) -> str:
 async def run_demo(args: argparse.Namespace) -> int:
     """Relations, neighbours (incl. a Freebase CVT hop), labels and search on both demo KGs."""
     from rich.console import Console
+    from rich.markup import escape
 
     from .kg import KG
 
-    console = Console()
+    console = Console(highlight=False)
     started = time.perf_counter()
     cache_options = {"cache": not args.no_cache, "cache_dir": args.cache_dir, "offline": args.offline}
     async with KG.open(default_endpoint("wikidata"), **cache_options) as wd, \
@@ -41,7 +42,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         rels = await fb.relations("m.0282x")
         console.print("relations (ToG's filter applied, CVTs expanded):")
         for r in rels:
-            console.print(f"  [{r.direction}] {r.relation}")
+            console.print(escape(f"  [{r.direction}] {r.relation}"))
         compound = next((r for r in rels if "|" in r.relation), None)
         if compound:
             for edge in await fb.neighbors("m.0282x", compound.relation, compound.direction):
