@@ -131,3 +131,9 @@ def oxigraph_codex() -> Iterator[OxigraphServer]:
     """Read-only Oxigraph server over wikidata/codex_s.nt (default graph)."""
     yield from _oxigraph("wikidata/codex_s.nt")
 
+
+
+@pytest.fixture(scope="session")
+def oxigraph_federation() -> Iterator[OxigraphServer]:
+    """Read-only Oxigraph server over federation/freebase.nt (default graph)."""
+    yield from _oxigraph("federation/freebase.nt")
