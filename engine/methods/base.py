@@ -18,6 +18,7 @@ from ..kg import KG
 from ..model import Edge
 
 Topics = dict[str, dict[str, str]]  # kg name -> {short id: name}
+UNNAMED = "UnName_Entity"  # ToG's name for an entity without a name (in ToG-compatible output only)
 STOPWORDS = frozenset(
     "a an the of in on at to for from by with and or is are was were be been who whom whose what which where when "
     "how why did does do that this these those his her its their it he she they as than into has have had "
@@ -55,8 +56,11 @@ class Result:
         }
 
     def tog_chains(self) -> list[list[tuple[str, str, str]]]:
-        """Reasoning chains as ToG writes them: lists of (head name, relation, tail name)."""
-        return [[(_name(e.subject, e.subject_label), e.relation, _name(e.object, e.object_label)) for e in p] for p in self.paths]
+        """Reasoning chains as ToG writes them: lists of (head name, relation, tail name); an entity
+        without a name is "UnName_Entity" as in ToG (a CVT is inside a compound `r1|r2` relation)."""
+        names = {i: n for ids in (self.extra.get("topics") or {}).values() for i, n in ids.items() if n}
+        return [[(e.subject_label or names.get(e.subject, UNNAMED), e.relation,
+                  e.object_label or (e.object if e.literal else names.get(e.object, UNNAMED))) for e in p] for p in self.paths]
 
 
 def _name(ident: str, label: str | None) -> str:
