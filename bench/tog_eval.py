@@ -1,0 +1,165 @@
+"""Hits@1 of ToG / ToG-2 (LLM-free by default) on the shared question files, with costs per question.
+
+    python -m bench.tog_eval cwq                       # 538 CWQ questions over cwq_subgraph.nt
+    python -m bench.tog_eval cwq --random              # the random-named-entity-within-2-hops baseline
+    python -m bench.tog_eval federation --kg freebase,wikidata
+    python -m bench.tog_eval hotpot --method tog2 --text file:../shared/data/wikipedia/extracts.jsonl
+    python -m bench.tog_eval hotpot --method tog2 --text paragraphs   # each question's own paragraphs
+
+Prints one JSON object: hits@1 (ToG's rule, `evaluate.tog_match`), strict, n, and the mean SPARQL
+queries, cache hits, text requests, LLM calls and seconds per question. The response cache is off
+(`cache=False`), so every query is really asked of the embedded store.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import json
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from kgfed.engine.datasets import Question, gold_answers, load_dataset
+from kgfed.engine.evaluate import strict_match, tog_match
+from kgfed.engine.kg import KG
+from kgfed.engine.llm import make_llm
+from kgfed.engine.methods import get_method
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+SETS = {
+    "cwq": (SHARED / "freebase" / "cwq_questions.jsonl", {"freebase": SHARED / "freebase" / "cwq_subgraph.nt"}),
+    "federation": (SHARED / "federation" / "questions.jsonl",
+                   {"freebase": SHARED / "federation" / "freebase.nt", "wikidata": SHARED / "federation" / "wikidata.nt"}),
+    "hotpot": (SHARED / "questions" / "hotpotadv.json", {"wikidata": SHARED / "federation" / "wikidata.nt"}),
+}
+
+
+def open_kgs(name: str, which: list[str]) -> dict[str, KG]:
+    stores = SETS[name][1]
+    return {k: KG.open(f"file:{stores[k]}", dialect=k, name=k, cache=False) for k in which}
+
+
+async def random_baseline(questions: list[Question], kgs: dict[str, KG], seed: int = 0) -> dict:
+    """A random named entity within 2 hops of the topic entities (seeded), scored like the methods."""
+    rng = random.Random(seed)
+    hits = 0
+    for q in questions:
+        names: dict[str, str] = {}
+        for kg_name, kg in kgs.items():
+            frontier = list(q.topics.get(kg_name, {}))
+            topics = set(frontier)
+            for _ in range(2):
+                if not frontier:
+                    break
+                rels = await kg.relations_many(frontier)
+                edges = await kg.neighbors_many([(e, r.relation, r.direction) for e, rs in rels.items() for r in rs
+                                                 if _valid(kg, r.relation)])
+                nxt = {}
+                for es in edges.values():
+                    for e in es:
+                        if e.label and not e.literal and e.entity not in topics:
+                            names.setdefault(e.entity, e.label)
+                            nxt[e.entity] = None
+                frontier = list(nxt)
+        pick = rng.choice(sorted(names.items()))[1] if names else ""
+        hits += bool(pick) and tog_match(pick, gold_answers(q))
+    return {"baseline": "random named entity within 2 hops", "seed": seed, "n": len(questions),
+            "hits@1": round(hits / len(questions), 4)}
+
+
+def _valid(kg: KG, relation: str) -> bool:
+    try:
+        kg.dialect.check_relation(relation)
+    except Exception:
+        return False
+    return True
+
+
+def paragraph_source(question: Question, directory: Path):
+    """A JSONL text source of the question's own AdvHotpotQA paragraphs (title → text)."""
+    from kgfed.engine.context import open_text_source
+
+    raw = question.meta.get("paragraphs") or "[]"
+    paragraphs = ast.literal_eval(raw) if isinstance(raw, str) else raw
+    pages: dict[str, list[str]] = {}
+    for p in paragraphs:
+        pages.setdefault(str(p.get("title")), []).append(str(p.get("context", "")))
+    path = directory / f"{abs(hash(question.id))}.jsonl"
+    path.write_text("".join(json.dumps({"title": t, "label": t, "text": "\n".join(cs)}) + "\n" for t, cs in pages.items()))
+    return open_text_source(f"file:{path}")
+
+
+async def run(args) -> dict:
+    questions = load_dataset(SETS[args.set][0])
+    if args.limit:
+        questions = questions[args.offset:args.offset + args.limit]
+    kg_names = args.kg.split(",") if args.kg else list(SETS[args.set][1])
+    kgs = open_kgs(args.set, kg_names)
+    for q in questions:
+        q.topics = {k: v for k, v in q.topics.items() if k in kgs}
+    if args.random:
+        return await random_baseline(questions, kgs, args.seed)
+    llm = make_llm(args.llm)
+    cls = get_method(args.method)
+    params = json.loads(args.params) if args.params else {}
+    text = None
+    tmp = tempfile.TemporaryDirectory()
+    if args.text and args.text != "paragraphs":
+        from kgfed.engine.context import open_text_source
+
+        text = open_text_source(args.text)
+    rows = []
+    started = time.perf_counter()
+    for q in questions:
+        source = paragraph_source(q, Path(tmp.name)) if args.text == "paragraphs" else text
+        method = cls(kgs, llm, text=source, **params)
+        result = await method.answer(q.text, q.topics or None)
+        golds = gold_answers(q)
+        rows.append({"id": q.id, "question": q.text, "answer": result.answer, "gold": golds,
+                     "hit": tog_match(result.answer, golds) if result.answer else False,
+                     "strict": strict_match(result.answer, golds), "cost": result.cost,
+                     "paths": result.path_texts()[:3]})
+        if args.verbose:
+            print(json.dumps(rows[-1], ensure_ascii=False))
+    elapsed = time.perf_counter() - started
+    if args.out:
+        Path(args.out).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+    def mean(key: str) -> float:
+        return round(statistics.fmean(r["cost"].get(key, 0) for r in rows), 2)
+
+    for kg in kgs.values():
+        await kg.aclose()
+    tmp.cleanup()
+    return {"set": args.set, "method": args.method, "kg": kg_names, "llm": args.llm, "text": args.text, "params": params,
+            "n": len(rows), "hits@1": round(sum(r["hit"] for r in rows) / len(rows), 4),
+            "strict": round(sum(r["strict"] for r in rows) / len(rows), 4),
+            "sparql_queries/q": mean("sparql_queries"), "cache_hits/q": mean("cache_hits"),
+            "text_requests/q": mean("text_requests"), "llm_calls/q": mean("llm_calls"),
+            "seconds/q": round(elapsed / len(rows), 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("set", choices=sorted(SETS))
+    parser.add_argument("--method", default="tog")
+    parser.add_argument("--kg", help="comma-separated KG names of the set (default: all)")
+    parser.add_argument("--llm", default="none")
+    parser.add_argument("--text", help="text source for tog2: file:PATH.jsonl, demo, or paragraphs")
+    parser.add_argument("--params", help="method parameters as JSON, e.g. '{\"width\": 3}'")
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--offset", type=int, default=0)
+    parser.add_argument("--random", action="store_true", help="measure the random 2-hop baseline instead")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="write per-question rows (JSONL)")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    print(json.dumps(asyncio.run(run(args)), ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
