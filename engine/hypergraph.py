@@ -137,13 +137,13 @@ class Hypergraph:
         """The hop `origin` → `target` across a hyperedge, as an `Edge` for `Result.paths`."""
         h = self.edges[edge]
         kg = h.kg if h.kg in self.nodes[origin].ids else next(iter(self.nodes[origin].ids))
-        if h.kind == "binary":
-            relation = h.relation
-        else:
-            relation = COMPOUND_SEP.join(r for r in (h.role(origin), h.role(target)) if r) or h.kind
+        via = (h.id,) if h.id else ()
+        if h.kind == "binary" and h.members[0][1] == target:  # the stored triple points at `origin`
+            return Edge(h.kg, self.id_in(target, h.kg), h.relation, self.id_in(origin, h.kg), "in", self.label(target),
+                        h.label or h.name, self.label(origin), via)
+        relation = h.relation if h.kind == "binary" else COMPOUND_SEP.join(r for r in (h.role(origin), h.role(target)) if r) or h.kind
         return Edge(kg, self.id_in(origin, kg), relation, self.id_in(target, h.kg), "out", self.label(origin),
-                    h.label or h.name,
-                    self.label(target), (h.id,) if h.id else ())
+                    h.label or h.name, self.label(target), via)
 
     def to_json(self) -> dict[str, Any]:
         return {"kgs": dict(self.kgs), "nodes": [n.to_json() for n in self.nodes],

@@ -246,8 +246,10 @@ async def similar_nodes(hg: Hypergraph, kgs: Mapping[str, Any], nodes: Sequence[
 
     Candidates are the entities carrying u's label in any KG (exact label/alias lookups, one batched
     query per KG) and every node of the hypergraph. Texts are labels; when both sides have a
-    description, label + description (so two homonyms with different descriptions stay apart). A winner
-    that leads the runner-up by less than `margin` is refused (two equally similar entities: no link).
+    description, label + description (so two homonyms with different descriptions stay apart). Without
+    descriptions a match must be unambiguous (kgfed's guard, as alignment's label rule): not two ids of
+    one KG, and a name no other entity of either KG holds. A winner that leads the runner-up by less
+    than `margin` is refused (two equally similar entities: no link).
     """
     import asyncio
 
@@ -275,9 +277,24 @@ async def similar_nodes(hg: Hypergraph, kgs: Mapping[str, Any], nodes: Sequence[
         vec = np.asarray(await embedder.encode(texts))
         for k, (i, j) in enumerate(both):
             sims[i, j] = float(vec[k] @ vec[len(both) + k])
+    # a label-only match (a side without description) must be unambiguous: never two ids of one KG (a KG
+    # gives two things two ids), and the name held by no other entity of either KG
+    holders: dict[tuple[str, str], set[int]] = {}
+    for n in range(len(hg.nodes)):
+        if hg.nodes[n].label:
+            for kg in hg.nodes[n].ids:
+                holders.setdefault((kg, hg.label(n).strip().casefold()), set()).add(n)
+
+    def clear(u: int, v: int) -> bool:
+        if hg.descriptions.get(u) and hg.descriptions.get(v):
+            return True
+        if set(hg.nodes[u].ids) & set(hg.nodes[v].ids):
+            return False
+        return all(len(holders.get((kg, hg.label(n).strip().casefold()), ())) <= 1 for n in (u, v) for kg in hg.nodes[n].ids)
+
     out = {}
     for i, u in enumerate(nodes):
-        row = [(float(sims[i, j]), pool[j]) for j in range(len(pool)) if (i, j) in close]
+        row = [(float(sims[i, j]), pool[j]) for j in range(len(pool)) if (i, j) in close and clear(u, pool[j])]
         row.sort(reverse=True)
         if row and row[0][0] >= threshold and (len(row) == 1 or row[0][0] - row[1][0] >= margin):
             out[u] = (row[0][1], row[0][0])
