@@ -120,3 +120,21 @@ async def test_recorded_replies_answer_federation_and_cwq_questions():
     assert llm.stats["misses"] == 0
     assert bieber.answer == "Canada" and bieber.answer_ids == ["m.0d060g"]
     assert alta.answer == "Guatemala" and alta.extra["dags"][0]["answers"] == {1: "Guatemala", 2: "Guatemala"}
+
+
+@pytest.mark.parametrize("name,params,message", [
+    ("proh", {"beam": "wide"}, "invalid parameter beam='wide' for proh: expected int"),
+    ("proh", {"max_depth": -1}, "invalid parameter max_depth=-1 for proh: expected a value ≥ 0"),
+    ("inses", {"tau": 0.8}, "unknown parameter 'tau' for inses: use some of"),
+])
+def test_bad_parameters_fail_with_one_line(name, params, message):
+    from kgfed.sparql.errors import KgfedError
+
+    with pytest.raises(KgfedError) as caught:
+        get_method(name)({"freebase": object()}, NoLLM(), **params)
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+
+
+def test_string_parameters_from_the_command_line_are_converted():
+    method = get_method("inses")({"freebase": object()}, NoLLM(), max_iter="4", router="false", tau_sim="0.85")
+    assert (method.max_iter, method.router, method.tau_sim) == (4, False, 0.85)

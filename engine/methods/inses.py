@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...sparql.errors import KgfedError
 from ..hypergraph import Hypergraph, describe, grow
 from ..llm import ANSWER_TEMPERATURE, PRUNING_TEMPERATURE
 from ..prompts import _json_values
@@ -301,33 +302,26 @@ async def similar_nodes(hg: Hypergraph, kgs: Mapping[str, Any], nodes: Sequence[
     return out
 
 
-class INSES(Method):
-    """Intelligent Navigation and Similarity Enhanced Search, with the RAG/INSES router (paper 002).
+class HypergraphMethod(Method):
+    """What INSES and PRoH share: parameters with defaults (checked), the LLM-free switch, the embedder."""
 
-    Params: `max_iter` (6), `tau_sim` (0.9), `sim_margin` (0.05), `width` (3, triples kept per step
-    LLM-free), `max_triples` (40 shown to the navigator, pre-ranked by SBERT), `router` (True),
-    `multi_hop` (3, hops from which a question goes straight to graph search), `confidence` (0.7, RAG
-    answers below it escalate), `top_k` (10 passages), `hop_width`/`limit` (relations per entity and
-    neighbours per relation when a node is expanded; None = all), `similarity` (True).
-    """
-
-    name = "inses"
+    defaults: dict[str, Any] = {}
 
     def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
-        p = self.params
-        self.max_iter = int(p.get("max_iter", MAX_ITER))
-        self.tau_sim = float(p.get("tau_sim", TAU_SIM))
-        self.sim_margin = float(p.get("sim_margin", SIM_MARGIN))
-        self.width = int(p.get("width", WIDTH))
-        self.max_triples = int(p.get("max_triples", MAX_TRIPLES))
-        self.use_router = bool(p.get("router", True))
-        self.multi_hop = int(p.get("multi_hop", MULTI_HOP))
-        self.confidence = float(p.get("confidence", CONFIDENCE))
-        self.top_k = int(p.get("top_k", 10))
-        self.hop_width = p.get("hop_width")
-        self.limit = p.get("limit")
-        self.similarity = bool(p.get("similarity", True))
+        unknown = sorted(set(params) - set(self.defaults))
+        if unknown:
+            raise KgfedError(f"unknown parameter {unknown[0]!r} for {self.name}: use some of {', '.join(sorted(self.defaults))}")
+        for key, default in self.defaults.items():
+            value = params.get(key, default)
+            kind = type(default) if default is not None else int
+            try:
+                value = value if value is None else (str(value).lower() in {"1", "true", "yes", "on"} if kind is bool and isinstance(value, str) else kind(value))
+            except (TypeError, ValueError):
+                raise KgfedError(f"invalid parameter {key}={value!r} for {self.name}: expected {kind.__name__}") from None
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+                raise KgfedError(f"invalid parameter {key}={value!r} for {self.name}: expected a value ≥ 0")
+            setattr(self, key, value)
 
     @property
     def llm_ready(self) -> bool:
@@ -339,6 +333,22 @@ class INSES(Method):
 
             self.embedder = default_embedder()
         return self.embedder
+
+
+class INSES(HypergraphMethod):
+    """Intelligent Navigation and Similarity Enhanced Search, with the RAG/INSES router (paper 002).
+
+    Params: `max_iter` (6), `tau_sim` (0.9), `sim_margin` (0.05), `width` (3, triples kept per step
+    LLM-free), `max_triples` (40 shown to the navigator, pre-ranked by SBERT), `router` (True),
+    `multi_hop` (3, hops from which a question goes straight to graph search), `confidence` (0.7, RAG
+    answers below it escalate), `top_k` (10 passages), `hop_width`/`limit` (relations per entity and
+    neighbours per relation when a node is expanded; None = all), `similarity` (True).
+    """
+
+    name = "inses"
+    defaults = {"max_iter": MAX_ITER, "tau_sim": TAU_SIM, "sim_margin": SIM_MARGIN, "width": WIDTH,
+                "max_triples": MAX_TRIPLES, "router": True, "multi_hop": MULTI_HOP, "confidence": CONFIDENCE,
+                "top_k": 10, "hop_width": None, "limit": None, "similarity": True}
 
     async def _ask(self, prompt: str, temperature: float = PRUNING_TEMPERATURE, max_tokens: int = 512) -> str:
         return (await self.llm.complete(prompt, temperature=temperature, max_tokens=max_tokens)).text
@@ -382,7 +392,7 @@ class INSES(Method):
     # -- answer -----------------------------------------------------------------------------------------
     async def _answer(self, question: str, topics: Topics) -> Result:
         decision: dict[str, Any] = {"route": "inses", "by": "off"}
-        if self.use_router:
+        if self.router:
             decision = await self.route(question, topics)
             if decision["route"] == "rag":
                 rag = await self.rag(question, topics)
@@ -513,4 +523,4 @@ class INSES(Method):
         return Result(question, hg.label(top), [hg.id_in(top)], paths, reasoning=chain_text(hg, chain, top), extra=extra)
 
 
-__all__ = ["INSES", "estimate_hops", "similar_nodes", "json_reply"]
+__all__ = ["INSES", "HypergraphMethod", "estimate_hops", "similar_nodes", "json_reply"]

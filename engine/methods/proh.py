@@ -30,8 +30,8 @@ from typing import Any
 
 from ..hypergraph import Hypergraph, describe, grow
 from ..llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE
-from .base import Method, Result, Topics
-from .inses import json_reply, numbers
+from .base import Result, Topics
+from .inses import HypergraphMethod, json_reply, numbers
 
 # -- defaults: appendix C for PRoH (d_p=3, d_max=3, n0=2, K=2); the paper gives no b or thresholds ------
 PLAN_DEPTH, MAX_DEPTH, INITIAL_PLANS, SOLUTIONS = 3, 3, 2, 2
@@ -200,7 +200,7 @@ class Dag:
                 "answers": {k: a for k, (a, _, _) in self.answers.items()}}
 
 
-class PRoH(Method):
+class PRoH(HypergraphMethod):
     """Dynamic planning and reasoning over knowledge hypergraphs (paper 004).
 
     Params: `plan_depth` d_p (3), `max_depth` d_max (3), `initial_plans` n0 (2), `solutions` K (2),
@@ -210,34 +210,9 @@ class PRoH(Method):
     """
 
     name = "proh"
-
-    def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):
-        super().__init__(kgs, llm, embedder=embedder, text=text, **params)
-        p = self.params
-        self.plan_depth = int(p.get("plan_depth", PLAN_DEPTH))
-        self.max_depth = int(p.get("max_depth", MAX_DEPTH))
-        self.initial_plans = int(p.get("initial_plans", INITIAL_PLANS))
-        self.solutions = int(p.get("solutions", SOLUTIONS))
-        self.beam = int(p.get("beam", BEAM))
-        self.theta_emb = float(p.get("theta_emb", THETA_EMB))
-        self.theta_e = float(p.get("theta_e", THETA_E))
-        self.targets = int(p.get("targets", TARGETS))
-        self.alpha = float(p.get("alpha", ALPHA))
-        self.max_states = int(p.get("max_states", MAX_STATES))
-        self.max_answers = int(p.get("max_answers", MAX_ANSWERS))
-        self.hop_width = p.get("hop_width")
-        self.limit = p.get("limit")
-
-    @property
-    def llm_ready(self) -> bool:
-        return self.llm is not None and self.llm.available
-
-    def _embedder(self):
-        if self.embedder is None:
-            from ..embeddings import default_embedder
-
-            self.embedder = default_embedder()
-        return self.embedder
+    defaults = {"plan_depth": PLAN_DEPTH, "max_depth": MAX_DEPTH, "initial_plans": INITIAL_PLANS, "solutions": SOLUTIONS,
+                "beam": BEAM, "theta_emb": THETA_EMB, "theta_e": THETA_E, "targets": TARGETS, "alpha": ALPHA,
+                "max_states": MAX_STATES, "max_answers": MAX_ANSWERS, "hop_width": None, "limit": None}
 
     async def _ask(self, prompt: str, temperature: float = PRUNING_TEMPERATURE, max_tokens: int = 512) -> dict[str, Any]:
         return json_reply((await self.llm.complete(prompt, temperature=temperature, max_tokens=max_tokens)).text)
