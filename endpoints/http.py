@@ -11,7 +11,7 @@ from .client import HttpClient, _first_line
 
 ACCEPT = "application/sparql-results+json"
 PartialPolicy = TypingLiteral["report", "retry", "error"]
-_HAS_LIMIT = re.compile(r"\bLIMIT\s+\d+\s*$", re.IGNORECASE)
+_LIMIT = re.compile(r"\bLIMIT\s+(\d+)\s*$", re.IGNORECASE)
 
 
 class HttpEndpoint:
@@ -58,7 +58,9 @@ class HttpEndpoint:
             if not result.partial or self.partial != "retry" or (timeout_ms or 0) >= self.max_timeout_ms:
                 break
             timeout_ms = min(self.max_timeout_ms, (timeout_ms or 10_000) * 4)
-        if self.max_rows and len(result.rows) >= self.max_rows and not _HAS_LIMIT.search(query.strip()):
+        limit = _LIMIT.search(query.strip())
+        asked = int(limit.group(1)) if limit else None
+        if self.max_rows and len(result.rows) >= self.max_rows and (asked is None or asked > self.max_rows):
             result.partial = True
             result.note = f"result has {len(result.rows)} rows, the server's cap (ResultSetMaxRows): add LIMIT/OFFSET paging"
         if result.partial and self.partial == "error":
@@ -87,6 +89,10 @@ class HttpEndpoint:
         if state.upper() == "S1TAT":
             result.partial = True
             result.note = response.headers.get("X-SQL-Message") or "Virtuoso anytime timeout (X-SQL-State: S1TAT)"
+        elif response.headers.get("X-SPARQL-MaxRows"):  # Virtuoso cut the result at its ResultSetMaxRows
+            result.partial = True
+            result.note = (f"result cut at the server's cap of {response.headers['X-SPARQL-MaxRows']} rows "
+                           "(ResultSetMaxRows): add LIMIT/OFFSET paging")
         return result
 
     async def aclose(self) -> None:  # the client is shared and closed by its owner

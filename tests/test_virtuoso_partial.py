@@ -81,8 +81,6 @@ def test_row_cap_truncation_is_partial_and_not_cached(tiny_virtuoso, tmp_path):
     assert again.partial and stats["cache_hits"] == 1 and requests == 1  # only the complete answer came from the cache
 
 
-@pytest.mark.xfail(strict=True, reason="endpoints/http.py ignores Virtuoso's X-SPARQL-MaxRows header (sent only when "
-                   "the cap cut the result) and skips queries with a LIMIT, so LIMIT above the cap truncates silently")
 def test_row_cap_below_query_limit_is_partial(tiny_virtuoso, tmp_path):
     query = f"SELECT ?s ?p ?o WHERE {{ ?s ?p ?o }} LIMIT {CAP + 10}"
     (cut,), cached, _, _ = _run(tiny_virtuoso, tmp_path, [query], max_rows=CAP)
