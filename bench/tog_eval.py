@@ -5,6 +5,7 @@
     python -m bench.tog_eval federation --kg freebase,wikidata
     python -m bench.tog_eval hotpot --method tog2 --text file:../shared/data/wikipedia/extracts.jsonl
     python -m bench.tog_eval hotpot --method tog2 --text paragraphs   # each question's own paragraphs
+    python -m bench.tog_eval demo --method tog2 --kg wikidata --text demo   # bundled demo KG + extracts
 
 Prints one JSON object: hits@1 (ToG's rule, `evaluate.tog_match`), strict, n, and the mean SPARQL
 queries, cache hits, text requests, LLM calls and seconds per question. The response cache is off
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import asyncio
 import json
 import random
@@ -35,6 +37,8 @@ SETS = {
     "federation": (SHARED / "federation" / "questions.jsonl",
                    {"freebase": SHARED / "federation" / "freebase.nt", "wikidata": SHARED / "federation" / "wikidata.nt"}),
     "hotpot": (SHARED / "questions" / "hotpotadv.json", {"wikidata": SHARED / "federation" / "wikidata.nt"}),
+    "demo": (ROOT / "engine" / "data" / "demo_questions.jsonl",
+             {"wikidata": ROOT / "engine" / "data" / "demo_wikidata.nt", "freebase": ROOT / "engine" / "data" / "demo_freebase.nt"}),
 }
 
 
@@ -79,18 +83,43 @@ def _valid(kg: KG, relation: str) -> bool:
     return True
 
 
-def paragraph_source(question: Question, directory: Path):
-    """A JSONL text source of the question's own AdvHotpotQA paragraphs (title → text)."""
-    from kgfed.engine.context import open_text_source
+class ParagraphSource:
+    """The question's own AdvHotpotQA paragraphs as a text source: pages by title or label, and a
+    BM25 `search` over title + text (ToG-2 searches full Wikipedia; this is the distractor pool)."""
 
+    name = "paragraphs"
+    by_qid = False
+
+    def __init__(self, pages: dict[str, str], path: Path):
+        from kgfed.endpoints.wikipedia import JsonlSource
+
+        path.write_text("".join(json.dumps({"title": t, "label": t, "text": x}) + "\n" for t, x in pages.items()))
+        self.inner = JsonlSource([path], name="paragraphs")
+        self.titles = list(pages)
+        self.docs = [f"{t}. {x}" for t, x in pages.items()]
+
+    async def pages(self, keys):
+        return await self.inner.pages(keys)
+
+    async def search(self, text: str, limit: int = 10):
+        from kgfed.endpoints.wikipedia import SearchHit, SearchResults
+        from kgfed.engine.pruning import bm25_scores
+
+        scores = bm25_scores(text, self.docs)
+        ranked = [i for i in sorted(range(len(scores)), key=lambda i: -scores[i]) if scores[i] > 0][:limit]
+        return SearchResults([SearchHit(self.titles[i], None, self.docs[i][:80]) for i in ranked], len(ranked), None)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def paragraph_source(question: Question, directory: Path) -> ParagraphSource:
     raw = question.meta.get("paragraphs") or "[]"
     paragraphs = ast.literal_eval(raw) if isinstance(raw, str) else raw
     pages: dict[str, list[str]] = {}
     for p in paragraphs:
         pages.setdefault(str(p.get("title")), []).append(str(p.get("context", "")))
-    path = directory / f"{abs(hash(question.id))}.jsonl"
-    path.write_text("".join(json.dumps({"title": t, "label": t, "text": "\n".join(cs)}) + "\n" for t, cs in pages.items()))
-    return open_text_source(f"file:{path}")
+    return ParagraphSource({t: "\n".join(cs) for t, cs in pages.items()}, directory / f"{hashlib.sha1(question.id.encode()).hexdigest()[:12]}.jsonl")
 
 
 async def run(args) -> dict:

@@ -312,7 +312,8 @@ class ToG(Method):
         kept: list[Chain] = []
         for kg in dict.fromkeys(c.kg for c in candidates):
             best: dict[tuple[str, str], Chain] = {}
-            for chain in sorted((c for c in candidates if c.kg == kg), key=lambda c: -c.score):
+            # scores rounded so that float noise of batched embeddings never reorders equal candidates
+            for chain in sorted((c for c in candidates if c.kg == kg), key=lambda c: -round(c.score, 6)):
                 if chain.score > 0 and (chain.topic, chain.entity) not in best:
                     best[(chain.topic, chain.entity)] = chain
             kept.extend(list(best.values())[:self.width])
@@ -347,13 +348,14 @@ class ToG(Method):
         return {"depth": trace.depth, "stop": trace.stop, **({"warnings": trace.warnings} if trace.warnings else {}),
                 "chains": [{"kg": c.kg, "score": round(c.score, 6), "path": c.text()} for c in trace.kept]}
 
-    async def choose_answer(self, question: str, trace: Trace) -> Result:
+    async def choose_answer(self, question: str, trace: Trace, bonus: Mapping[str, float] | None = None) -> Result:
         """LLM-free answer: the kept chain end that best fits the question.
 
         Candidates are the named, non-topic ends of every kept chain. Each scores the SBERT
         similarity of the question with its chain's text, plus `agreement` for every further topic
         entity whose chains also reach it (conjunctions) — the reasoning path is what is compared,
         so a relation that says what the question asks for wins over a merely similar name.
+        `bonus` (entity → score, e.g. ToG-2's context scores) adds `context_weight` × score / max score.
         """
         topics = {c.topic for c in trace.kept}
         candidates = [c for c in trace.kept if c.edges and c.edges[-1].label and c.entity not in topics]
@@ -369,9 +371,11 @@ class ToG(Method):
             reached.setdefault((chain.kg, chain.entity), set()).add(chain.topic)
         agreement = float(self.params.get("agreement", 0.1))
         hop_penalty = float(self.params.get("hop_penalty", 0.03))
+        weight = float(self.params.get("context_weight", 0.3)) / max([v for v in (bonus or {}).values() if v > 0] or [1.0])
 
         def fit(chain: Chain, sim: float) -> float:
-            return sim + agreement * (len(reached[(chain.kg, chain.entity)]) - 1) - hop_penalty * (len(chain.edges) - 1)
+            return (sim + agreement * (len(reached[(chain.kg, chain.entity)]) - 1) - hop_penalty * (len(chain.edges) - 1)
+                    + weight * (bonus or {}).get(chain.entity, 0.0))
 
         ranked = sorted(((c, fit(c, s)) for c, s in zip(candidates, sims)), key=lambda p: -p[1])
         best = ranked[0][0]

@@ -84,6 +84,40 @@ TOG_SCRIPT: dict[str, dict] = {
 }
 
 
+ADAMS = "Which university did Douglas Adams attend?"
+EINSTEIN = "Where did Albert Einstein die?"
+ROVELLI = "Seven Brief Lessons on Physics was written by an Italian physicist that has worked in France since what year?"
+DEMO_NT = HERE.parents[2] / "engine" / "data" / "demo_wikidata.nt"
+
+TOG2_SCRIPT: dict[str, dict] = {
+    ADAMS: {  # the topic's page names a college, not the university: {No} with a clue, then the KG hop
+        "relations": {"Douglas Adams": (
+            "1. {educated at (Score: 0.8)}: This relation gives the institutions Douglas Adams attended.\n"
+            "2. {residence (Score: 0.1)}: Where he lived may hint at a university town.\n"
+            "3. {occupation (Score: 0.1)}: Not about education.")},
+        "tog2": [("Douglas Adams, educated at, University of Cambridge",
+                  "{Yes} The knowledge triplets say Douglas Adams was educated at the University of Cambridge, and its page "
+                  "lists him among its alumni. The analyzed answer entity is {University of Cambridge}.")],
+        "tog2_no": "{No} The page says Douglas Adams studied English at St John's College, Cambridge, but does not name the "
+                   "university. The useful information for now is {Douglas Adams studied at St John's College, Cambridge}",
+    },
+    EINSTEIN: {  # odd replies: relation scores as JSON, a reasoning reply without braces, then ToG's own answer
+        "relations": {"Albert Einstein": '[{"relation": "place of death", "score": 0.9}, {"relation": "residence", "score": 0.1}]'},
+        "tog2": [],
+        "tog2_no": "Hard to say from this.",
+        "direct": "First, Albert Einstein emigrated to the United States and worked in Princeton. The answer is {Princeton}.",
+    },
+    ROVELLI: {  # AdvHotpotQA: the topics (Italy, France) are generic; the paragraphs hold the answer
+        "relations": {"*": "1. {country (Score: 0.5)}: The country links the physicist to Italy and France."},
+        "tog2": [("since 2000", "{Yes} The context says Carlo Rovelli, the Italian physicist who wrote Seven Brief Lessons on "
+                                "Physics, has worked in France since 2000. The analyzed answer entity is {2000}.")],
+        "tog2_no": "{No} The contexts do not say who wrote the book. The useful information for now is {the author is an Italian physicist working in France}",
+        "direct": "First, Seven Brief Lessons on Physics was written by Carlo Rovelli. Second, Carlo Rovelli has worked in "
+                  "France since 2000. The answer is {2000}.",
+    },
+}
+
+
 def _kind(prompt: str) -> str:
     if prompt.startswith("Please retrieve"):
         return "relations"
@@ -136,7 +170,7 @@ class HandWritten(LLM):
             return "Score: " + ", ".join(f"{s:.1f}" if s in (0.0, 1.0) else str(s) for s in scores) + \
                 "\nThe entity that fits the question best gets the highest score."
         if kind in ("evaluate", "tog2"):
-            shown = prompt[-3000:]
+            shown = prompt[-3000:] if kind == "evaluate" else prompt.rsplit("Now, please carefully consider the following case:", 1)[1]
             for needle, text in entry.get(kind if kind == "tog2" else "evaluate", []):
                 if needle in shown:
                     return text
@@ -166,12 +200,32 @@ async def record_tog(directory: Path) -> None:
     print(f"{directory}: {llm.stats['recorded']} replies recorded")
 
 
+async def record_tog2(directory: Path) -> None:
+    from kgfed.engine.context import open_text_source
+    from kgfed.engine.datasets import load_dataset
+    from kgfed.engine.kg import KG
+    from kgfed.engine.methods.tog2 import ToG2
+
+    from bench.tog_eval import paragraph_source
+
+    shutil.rmtree(directory, ignore_errors=True)
+    llm = ReplayLLM(directory, record_with=HandWritten(TOG2_SCRIPT))
+    async with KG.open(f"file:{DEMO_NT}", dialect="wikidata", name="wikidata", cache=False) as kg:
+        demo = open_text_source("demo")
+        await ToG2({"wikidata": kg}, llm, text=demo).answer(ADAMS, {"wikidata": {"Q42": "Douglas Adams"}})
+        await ToG2({"wikidata": kg}, llm, text=demo, depth=1).answer(EINSTEIN, {"wikidata": {"Q937": "Albert Einstein"}})
+    [question] = [q for q in load_dataset(SHARED / "questions" / "hotpotadv.json") if q.text == ROVELLI]
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        async with KG.open(f"file:{FED_DIR / 'wikidata.nt'}", dialect="wikidata", name="wikidata", cache=False) as kg:
+            await ToG2({"wikidata": kg}, llm, text=paragraph_source(question, Path(tmp)), depth=1).answer(
+                ROVELLI, {"wikidata": question.topics["wikidata"]})
+    print(f"{directory}: {llm.stats['recorded']} replies recorded")
+
+
 async def main() -> None:
     await record_tog(HERE / "tog")
-    try:
-        from .record_tog2 import record_tog2
-    except ImportError:
-        return
     await record_tog2(HERE / "tog2")
 
 

@@ -1,0 +1,245 @@
+"""Think-on-Graph 2.0 (ToG-2, Ma et al., ICLR 2025): KG exploration and entity-document retrieval, alternating.
+
+Algorithm 1 of the paper (papers/003): the topic entities' documents give the first top-K chunks and
+a first sufficiency check; then, per iteration up to `depth`:
+
+1. relation discovery and pruning from the current topic entities (ToG's hop code: `ToG.relation_step`,
+   relations scoring below `relation_threshold` dropped when an LLM prunes);
+2. entity discovery (`ToG.entity_step`, one batched query per KG);
+3. knowledge-guided context retrieval: the candidates' documents (`context.entity_pages`, then the
+   page titled by the entity's label, then the text source's search when it has one) chunked and
+   ranked against the question with the triple sentence that reached each candidate in front (Eq. 5,
+   `context.rank_pages(path_text=...)`), top-K kept as Ctx^i;
+4. context-based entity pruning (Eq. 6, `context.entity_scores`: Σ s_k·e^(−α·k) over the top-K);
+   the top `width` become the next topic entities (candidates without a document fill free slots
+   in relation-score order);
+5. reasoning with hybrid knowledge: ToG-2's prompt (Appendix E, Table 18) with the clues of the
+   previous round, the triple paths and their contexts; `{Yes}` answers, `{No}` gives the next clues.
+
+After `depth` rounds without `{Yes}` the LLM answers on its own (ToG's fallback). LLM-free, relations
+are pruned by SBERT, there is no sufficiency check, and the answer is the kept chain end that best
+fits the question with its context score added (`ToG.choose_answer`).
+
+Parameters (paper defaults, §4.1): width=3, depth=3, top_k=10 (K), relation_threshold=0.2,
+temperature 0 for every call; alpha=0.3 (Eq. 6's decay: the paper gives no value, kgfed's choice),
+ranker="sbert" (the paper's BGE-embedding is not available offline; MiniLM is its Fig. 3a
+alternative), max_documents=20 (candidates per relation whose documents are read; more are cut
+by SBERT name similarity), pruning as for ToG. `text`: a text source (`context.open_text_source`).
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ...sparql.errors import KgfedError
+from ..context import TOP_K, Passage, entity_pages, entity_scores, rank_pages
+from ..kg import KG
+from ..prompts import extract_answer, parse_sufficient
+from ..pruning import score_entities
+from .base import Result, Topics
+from .tog import Chain, Hop, ToG, Trace, edge_triple
+
+ALPHA = 0.3  # Eq. 6 decay; not stated in the paper
+RELATION_THRESHOLD = 0.2  # §4.1: "a threshold of 0.2 to filter relations with low relevance scores"
+
+# ToG-2, Appendix E, Table 18 ("Reasoning Prompt (QA)"), as printed; the PDF text's blank lines between
+# lines are not part of the prompt.
+TOG2_REASONING_PROMPT = """Given a question, some clues, the associated retrieved knowledge triplets and related contexts, you are asked to evaluate if these resources, combined with your pre-existing knowledge, are sufficient to formulate an answer ({Yes} or {No}).
+Your answer must begin with {Yes} or {No}.
+If {Yes}, please note that the analyzed answer entity must be enclosed in curly brackets {xxxxxx}
+If {No}, it means the resources are useless or provide clues that are helpful but insufficient to answer the question conclusively. Based on the given knowledge, please summarize any insights (if any) so far that may help answer the question, which must also be enclosed in curly brackets {xxxxxx}.
+Here are some examples:
+Example 1:
+Question:
+The Sentinelese language is the language of people of one of which islands in the Bay of Bengal ?
+(Clues):
+None
+(Knowledge triplets):
+Sentinelese language, Indigenous to, Sentinelese people
+(Triplet's related context):
+The Sentinelese, also known as the Sentinel and the North Sentinel Islanders, are an indigenous people who inhabit North Sentinel Island in the Bay of Bengal in the northeastern Indian Ocean.
+(Knowledge triplets):
+Bay of Bengal, area, Andaman and Nicobar Islands
+(Triplet's related context):
+Andaman and Nicobar Islands are an archipelagic island chain in the eastern Indian Ocean across the Bay of Bengal, they are part of India. They are within the union territory of the Andaman and Nicobar Islands
+Answer:
+{Yes} The analyzed answer entity is {Andaman and Nicobar Islands}.
+Example 2:
+Question:
+Who is the coach of the team owned by the most famous English former professional footballer?
+(Clues):
+The most famous English former professional footballer is David Beckham.
+(Knowledge triplets):
+David Beckham, co-owned, Inter Miami CF
+(Triplet's related context):
+Inter Miami CF, founded in 2018, is a professional soccer club based in Miami, Florida. It competes in Major League Soccer (MLS) as part of the Eastern Conference. David Beckham made a 3 years contract with his major coach.
+Answer:
+{No} The given knowledge provides helpful information that the footballer is David Beckham and David Beckham's ownership of Inter Miami CF, but they do not explicitly mention who the coach is. The useful information for now is {the team owned by the famous English former professional footballer David Beckham is Inter Miami CF}
+Now, please carefully consider the following case:
+"""
+
+Group = tuple[Sequence[tuple[str, str, str]], Sequence[str]]  # (knowledge triplets, their related contexts)
+
+
+def tog2_reasoning_prompt(question: str, clues: str, groups: Sequence[Group]) -> str:
+    """ToG-2's reasoning prompt: question, clues, then (triplets, related context) blocks, `Answer:`."""
+    lines = [TOG2_REASONING_PROMPT + "Question:", question, "(Clues):", clues or "None"]
+    for triples, contexts in groups or [((), ())]:
+        lines += ["(Knowledge triplets):", "\n".join(", ".join(t) for t in triples) or "None",
+                  "(Triplet's related context):", "\n".join(contexts) or "None"]
+    lines.append("Answer:")
+    return "\n".join(lines)
+
+
+class ToG2(ToG):
+    """ToG-2: ToG's hops with context-guided entity pruning over the entities' documents."""
+
+    name = "tog2"
+
+    def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):
+        params.setdefault("exploration_temperature", 0.0)  # ToG-2 samples every call at 0
+        super().__init__(kgs, llm, embedder=embedder, text=text, **params)
+        if text is None:
+            raise KgfedError("ToG-2 needs a text source for the entities' documents: pass "
+                             "text=open_text_source('file:extracts.jsonl' | 'wikipedia' | 'demo') (CLI: --text-source)")
+        self.top_k = int(params.get("top_k", TOP_K))
+        self.alpha = float(params.get("alpha", ALPHA))
+        self.relation_threshold = float(params.get("relation_threshold", RELATION_THRESHOLD))
+        self.ranker = str(params.get("ranker", "sbert"))
+        self.max_documents = int(params.get("max_documents", 20))
+        if self.top_k < 1 or self.alpha < 0:
+            raise KgfedError(f"top_k must be ≥ 1 and alpha ≥ 0 (got top_k={self.top_k}, alpha={self.alpha})")
+        self._page_kg = next((kg for kg in self.kgs.values() if hasattr(kg.dialect, "sitelinks")), None)
+
+    # -- documents and passages --------------------------------------------------------------------
+    async def documents(self, names: Mapping[str, str]) -> dict[str, Any]:
+        """Pages of entities (id → label): by id (sitelinks/P646/Q-id), else titled by the label, else the
+        text source's search for the label (when it has one). Entities without text are left out."""
+        ids = [e for e in names]
+        pages = {e: p for e, p in (await entity_pages(ids, text_source=self.text, kg=self._page_kg)).items() if p.text} if ids else {}
+        by_label = {e: names[e] for e in ids if e not in pages and names[e]}
+        if by_label:
+            found = await self.text.pages(list(dict.fromkeys(by_label.values())))
+            pages.update({e: found[label] for e, label in by_label.items() if found.get(label) and found[label].text})
+        searchable = [e for e in by_label if e not in pages]
+        if searchable and hasattr(self.text, "search"):
+            results = await asyncio.gather(*(self.text.search(names[e], 1) for e in searchable), return_exceptions=True)
+            titles = {e: r.hits[0].title for e, r in zip(searchable, results) if not isinstance(r, BaseException) and r.hits}
+            if titles:
+                found = await self.text.pages(list(dict.fromkeys(titles.values())))
+                pages.update({e: found[t] for e, t in titles.items() if found.get(t) and found[t].text})
+        return pages
+
+    async def context(self, question: str, chains: Sequence[Chain]) -> list[Passage]:
+        """Top-K chunks of the chains' end entities' documents, each scored with its triple sentence (Eq. 5)."""
+        ends = {c.entity: c for c in chains if c.expandable}
+        pages = await self.documents({e: c.name if c.name != "UnName_Entity" else "" for e, c in ends.items()})
+        if not pages:
+            return []
+        path_text = {e: " ".join(edge_triple(ends[e].edges[-1])) for e in pages if ends[e].edges}
+        return await rank_pages(question, pages, top_k=self.top_k, ranker=self.ranker,  # type: ignore[arg-type]
+                                path_text=path_text or None, embedder=self.embedder)
+
+    # -- the search --------------------------------------------------------------------------------
+    async def _answer(self, question: str, topics: Topics) -> Result:
+        trace = Trace()
+        beam = self.start(topics)
+        clues, passages = "", await self.context(question, beam)
+        contexts: list[Passage] = list(passages)
+        if self.uses_llm:
+            reply = await self._reason(question, clues, beam, passages)
+            if parse_sufficient(reply):
+                trace.stop = "sufficient from the topic entities' documents"
+                return self._hybrid_result(question, reply, trace, contexts, clues)
+            clues = extract_answer(reply) or clues
+        for depth in range(1, self.depth + 1):
+            if not beam:
+                break
+            hops = await self.relation_step(question, beam, trace)
+            if self.pruning == "llm" and self.uses_llm:
+                hops = [h for h in hops if h.score >= self.relation_threshold]
+            expanded = await self.entity_step(hops)
+            candidates = await self._candidates(question, expanded)
+            if not candidates:
+                trace.stop = f"no entity found at depth {depth}"
+                break
+            passages = await self.context(question, candidates)
+            kept = self.prune(await self._context_scores(question, candidates, passages, expanded, trace))
+            if not kept:
+                trace.stop = f"no entity kept at depth {depth}"
+                break
+            trace.depth = depth
+            trace.kept.extend(kept)
+            contexts = passages or contexts
+            beam = [c for c in kept if c.expandable]
+            if self.uses_llm:
+                reply = await self._reason(question, clues, kept, passages)
+                if parse_sufficient(reply):
+                    trace.stop = f"sufficient at depth {depth}"
+                    return self._hybrid_result(question, reply, trace, contexts, clues)
+                clues = extract_answer(reply) or clues
+        trace.stop = trace.stop or f"depth {self.depth} reached"
+        if self.uses_llm:
+            result = await self.conclude(question, trace)
+        else:
+            best: dict[str, float] = {}  # each entity's best pruning score (Eq. 6 where it had a document)
+            for chain in trace.kept:
+                best[chain.entity] = max(best.get(chain.entity, 0.0), chain.score)
+            result = await self.choose_answer(question, trace, bonus=best)
+            if not result.answer:
+                result = self._title_answer(question, trace, contexts, topics) or result
+        return self._with_context(result, contexts, clues)
+
+    def _title_answer(self, question: str, trace: Trace, contexts: Sequence[Passage], topics: Topics) -> Result | None:
+        """LLM-free, no entity reached in the KG: the title of the page whose chunks rank best (Eq. 6 over
+        titles), other than a topic entity's own — the text source did the work."""
+        names = {n.casefold() for ids in topics.values() for n in ids.values()}
+        by_title = entity_scores([replace(p, entity=p.title or "") for p in contexts], alpha=self.alpha)
+        scores = {t: v for t, v in by_title.items() if t and t.casefold() not in names}
+        if not scores:
+            return None
+        title = max(scores, key=scores.__getitem__)
+        return Result(question, title, [], [], reasoning=f"LLM-free ToG-2: no KG entity reached; best-ranked page {title!r} "
+                      f"({scores[title]:.3f})", extra=self._extra(trace))
+
+    async def _candidates(self, question: str, expanded: Sequence[tuple[Hop, list]]) -> list[Chain]:
+        """Every neighbour as a chain (scored by its relation for now); wide relations cut to `max_documents`
+        by SBERT similarity of the names, as ToG cuts wide relations before entity scoring."""
+        chains: list[Chain] = []
+        for hop, edges in expanded:
+            if len(edges) > self.max_documents:
+                named = [e for e in edges if e.label]
+                scores = await score_entities(question, [e.label for e in named], method="sbert", embedder=self.embedder)
+                edges = [e for e, _ in sorted(zip(named, scores), key=lambda p: -p[1][1])[:self.max_documents]]
+            chains.extend(hop.chain.extend(e, hop.score) for e in edges)
+        return chains
+
+    async def _context_scores(self, question: str, candidates: Sequence[Chain], passages: Sequence[Passage],
+                              expanded: Sequence[tuple[Hop, list]], trace: Trace) -> list[Chain]:
+        """Eq. 6 scores; without any document among the candidates, ToG's entity scores instead."""
+        scores = entity_scores(passages, alpha=self.alpha)
+        if not any(v > 0 for v in scores.values()):
+            trace.warnings.append("no candidate entity has a document: ToG's entity scores used")
+            return await self.score_step(question, expanded, trace)
+        floor = 1e-3 * min(v for v in scores.values() if v > 0)  # document-less candidates fill free slots
+        return [replace(c, score=scores[c.entity] if scores.get(c.entity, 0) > 0 else floor * c.score) for c in candidates]
+
+    async def _reason(self, question: str, clues: str, chains: Sequence[Chain], passages: Sequence[Passage]) -> str:
+        by_entity: dict[str, list[str]] = {}
+        for p in passages:
+            by_entity.setdefault(p.entity, []).append(p.text)
+        groups: list[Group] = [([edge_triple(e) for e in c.edges], by_entity.pop(c.entity, [])) for c in chains]
+        groups += [((), texts) for texts in by_entity.values()]  # top-K chunks of entities not kept
+        groups = [g for g in groups if g[0] or g[1]]
+        return await self._ask(tog2_reasoning_prompt(question, clues, groups))
+
+    def _hybrid_result(self, question: str, reply: str, trace: Trace, contexts: Sequence[Passage], clues: str) -> Result:
+        return self._with_context(self._result(question, reply, trace), contexts, clues)
+
+    def _with_context(self, result: Result, contexts: Sequence[Passage], clues: str) -> Result:
+        result.extra["passages"] = [{"entity": p.entity, "title": p.title, "score": round(p.score, 4), "text": p.text} for p in contexts]
+        if clues:
+            result.extra["clues"] = clues
+        return result
