@@ -306,8 +306,10 @@ class HypergraphMethod(Method):
     """What INSES and PRoH share: parameters with defaults (checked), the LLM-free switch, the embedder."""
 
     defaults: dict[str, Any] = {}
+    aliases: dict[str, str] = {}  # the CLI's --width/--depth, named as each method calls them
 
     def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):
+        params = {self.aliases.get(k, k): v for k, v in params.items()}
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
         unknown = sorted(set(params) - set(self.defaults))
         if unknown:
@@ -349,6 +351,7 @@ class INSES(HypergraphMethod):
     defaults = {"max_iter": MAX_ITER, "tau_sim": TAU_SIM, "sim_margin": SIM_MARGIN, "width": WIDTH,
                 "max_triples": MAX_TRIPLES, "router": True, "multi_hop": MULTI_HOP, "confidence": CONFIDENCE,
                 "top_k": 10, "hop_width": None, "limit": None, "similarity": True}
+    aliases = {"depth": "max_iter"}
 
     async def _ask(self, prompt: str, temperature: float = PRUNING_TEMPERATURE, max_tokens: int = 512) -> str:
         return (await self.llm.complete(prompt, temperature=temperature, max_tokens=max_tokens)).text

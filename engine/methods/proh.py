@@ -213,6 +213,7 @@ class PRoH(HypergraphMethod):
     defaults = {"plan_depth": PLAN_DEPTH, "max_depth": MAX_DEPTH, "initial_plans": INITIAL_PLANS, "solutions": SOLUTIONS,
                 "beam": BEAM, "theta_emb": THETA_EMB, "theta_e": THETA_E, "targets": TARGETS, "alpha": ALPHA,
                 "max_states": MAX_STATES, "max_answers": MAX_ANSWERS, "hop_width": None, "limit": None}
+    aliases = {"width": "beam", "depth": "max_depth"}
 
     async def _ask(self, prompt: str, temperature: float = PRUNING_TEMPERATURE, max_tokens: int = 512) -> dict[str, Any]:
         return json_reply((await self.llm.complete(prompt, temperature=temperature, max_tokens=max_tokens)).text)
