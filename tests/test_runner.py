@@ -193,11 +193,12 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
                           cwd=ROOT, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600)
 
 
-def test_ctrl_c_leaves_a_valid_file_and_the_run_resumes(tmp_path, cwq_store):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_leaves_a_valid_file_and_the_run_resumes(tmp_path, workers, cwq_store):
     out = tmp_path / "preds.jsonl"
     argv = ["run", str(CWQ_QUESTIONS), "--method", f"{HERE}:FirstNeighbour", "--param", "delay=0.3", "--kg", "freebase",
             "--endpoint", f"freebase=file:{CWQ_NT}", "--out", str(out), "--limit", "30", "--concurrency", "2",
-            "--cache-dir", str(tmp_path / "cache")]
+            "--workers", workers, "--cache-dir", str(tmp_path / "cache")]
     proc = subprocess.Popen([sys.executable, "-c", "import sys; from kgfed.engine.cli import main; sys.exit(main(sys.argv[1:]))", *argv],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     deadline = time.monotonic() + 300
