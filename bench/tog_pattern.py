@@ -1,134 +1,158 @@
-"""ToG's access pattern vs kgfed on the same server behind a 100 ms loopback proxy.
+"""ToG's access pattern vs kgfed on the same server, behind a loopback proxy that adds latency per request.
 
-ToG (IDEA-FinAI/ToG, freebase_func.py) issues one blocking SPARQLWrapper call per entity x relation
-and one per candidate entity name, sequentially, with no cache. kgfed does the same 2-hop, width-3
-exploration with batched `VALUES` queries per hop, both directions and all questions concurrently.
-Both explore exactly the same entities (checked). Run: `make bench` or
+ToG (IDEA-FinAI/ToG, `ToG/freebase_func.py`) reaches Freebase with one blocking SPARQLWrapper call per
+entity (head relations, tail relations), per (entity, relation) (entity search) and per candidate
+entity (id → name), sequentially, with no cache. kgfed does the same width-W, depth-D exploration
+with batched `VALUES` queries per step (all entities, both directions, all questions at once),
+concurrently, through its response cache. Both explore exactly the same entities (checked).
 
-    python -m bench.tog_pattern --questions 10 --delay 0.1 [--server virtuoso]
+The relation/entity choice that ToG leaves to an LLM is the same deterministic stand-in on both
+sides (ToG's relation filter, then the first W relations and the first W new mids in sorted order).
+ToG's strings are sent verbatim to Virtuoso; Oxigraph needs them rewritten (dotted `ns:` names),
+with `kgfed.sparql.rewrite.to_standard_sparql`. The head-entity template is filled the intended
+way (relation, entity): ToG/utils.py's `% (entity, relation)` would make every incoming hop empty.
+
+    make bench        # = python -m bench.tog_pattern
+    python -m bench.tog_pattern --servers oxigraph,virtuoso --questions 20 --delay 0.05 --depth 2
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import tempfile
 import threading
 import time
+from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
-from SPARQLWrapper import JSON, SPARQLWrapper
-
 from kgfed.engine.kg import KG
-from kgfed.sparql.dialects import FREEBASE, NS
+from kgfed.sparql.dialects import NS, RelationFilter
+from kgfed.sparql.rewrite import to_standard_sparql
 
 from .latency_proxy import LatencyProxy
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
-WIDTH, DEPTH = 3, 2
+DATA = SHARED / "freebase" / "cwq_subgraph.nt"
+GRAPH = "http://freebase.com"  # the graph ToG's README loads the dump into
 
-# ToG's templates (freebase_func.py), with full IRIs instead of `ns:` names (Oxigraph rejects dotted
-# prefixed names) and the head-entity template filled in the intended (relation, entity) order.
-TOG_HEAD_RELATIONS = "SELECT ?relation WHERE {{ <{ns}{e}> ?relation ?x . }}"
-TOG_TAIL_RELATIONS = "SELECT ?relation WHERE {{ ?x ?relation <{ns}{e}> . }}"
-TOG_TAIL_ENTITIES = "SELECT ?tailEntity WHERE {{ <{ns}{e}> <{ns}{r}> ?tailEntity . }}"
-TOG_HEAD_ENTITIES = "SELECT ?tailEntity WHERE {{ ?tailEntity <{ns}{r}> <{ns}{e}> . }}"
-TOG_NAME = ("SELECT DISTINCT ?tailEntity WHERE {{ {{ ?entity <{ns}type.object.name> ?tailEntity . FILTER(?entity = <{ns}{e}>) }}"
-            " UNION {{ ?entity <http://www.w3.org/2002/07/owl#sameAs> ?tailEntity . FILTER(?entity = <{ns}{e}>) }} }}")
+# ---- ToG's access layer, verbatim (IDEA-FinAI/ToG, ToG/freebase_func.py) -------------------------
+sparql_head_relations = """\nPREFIX ns: <http://rdf.freebase.com/ns/>\nSELECT ?relation\nWHERE {\n  ns:%s ?relation ?x .\n}"""
+sparql_tail_relations = """\nPREFIX ns: <http://rdf.freebase.com/ns/>\nSELECT ?relation\nWHERE {\n  ?x ?relation ns:%s .\n}"""
+sparql_tail_entities_extract = """PREFIX ns: <http://rdf.freebase.com/ns/>\nSELECT ?tailEntity\nWHERE {\nns:%s ns:%s ?tailEntity .\n}"""
+sparql_head_entities_extract = """PREFIX ns: <http://rdf.freebase.com/ns/>\nSELECT ?tailEntity\nWHERE {\n?tailEntity ns:%s ns:%s  .\n}"""
+sparql_id = """PREFIX ns: <http://rdf.freebase.com/ns/>\nSELECT DISTINCT ?tailEntity\nWHERE {\n  {\n    ?entity ns:type.object.name ?tailEntity .\n    FILTER(?entity = ns:%s)\n  }\n  UNION\n  {\n    ?entity <http://www.w3.org/2002/07/owl#sameAs> ?tailEntity .\n    FILTER(?entity = ns:%s)\n  }\n}"""
 
 
-def choose_relations(relations: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def abandon_rels(relation):  # ToG's relation filter, verbatim
+    if relation == "type.object.type" or relation == "type.object.name" or relation.startswith("common.") or relation.startswith("freebase.") or "sameAs" in relation:
+        return True
+
+
+# the same filter for kgfed (its default TOG_RELATION_FILTER drops a few more bookkeeping namespaces)
+TOG_FILTER = RelationFilter(exact=frozenset({"type.object.type", "type.object.name"}),
+                            prefixes=("common.", "freebase."), contains=("sameAs",))
+
+
+def choose_relations(relations: list[tuple[str, str]], width: int) -> list[tuple[str, str]]:
     """The stand-in for LLM relation pruning, identical for both: ToG's filter, then the first W in order."""
-    kept = sorted({(r, d) for r, d in relations if not FREEBASE.relation_filter.drops(r)})
-    return kept[:WIDTH]
+    return sorted({(r, d) for r, d in relations if not abandon_rels(r)})[:width]
 
 
-def choose_entities(candidates: set[str]) -> list[str]:
+def choose_entities(candidates: set[str], width: int) -> list[str]:
     """The stand-in for entity pruning: the first W mids in order (ToG keeps only m.* candidates)."""
-    return sorted(c for c in candidates if c.startswith("m."))[:WIDTH]
+    return sorted(c for c in candidates if c.startswith("m."))[:width]
 
 
-# -- ToG: blocking, sequential, one query per binding ------------------------------------------------
-def tog_explore(url: str, topics: list[list[str]]) -> tuple[list[set[str]], int]:
-    requests = 0
+# ---- ToG: blocking, sequential, one query per binding ------------------------------------------------
+def tog_explore(url: str, topics: list[list[str]], width: int, depth: int, standard: bool,
+                counts: Counter | None = None) -> list[set[str]]:
+    """ToG's loop; `counts` tallies its requests by kind (relations, entities, names)."""
+    from SPARQLWrapper import JSON, SPARQLWrapper
 
-    def run(query: str) -> list[str]:
-        nonlocal requests
-        requests += 1
+    counts = Counter() if counts is None else counts
+
+    def execurte_sparql(sparql_query: str) -> list[dict]:  # ToG's helper (plus the rewrite for Oxigraph)
+        kind = "names" if sparql_query.startswith(sparql_id[:60]) and "UNION" in sparql_query else (
+            "relations" if "?relation" in sparql_query else "entities")
+        counts[kind] += 1
         sparql = SPARQLWrapper(url)
-        sparql.setQuery(query)
+        sparql.setQuery(to_standard_sparql(sparql_query) if standard else sparql_query)
         sparql.setReturnFormat(JSON)
-        bindings = sparql.query().convert()["results"]["bindings"]
-        return [next(iter(b.values()))["value"] for b in bindings]
+        return sparql.query().convert()["results"]["bindings"]
+
+    def strip(rows: list[dict], var: str) -> list[str]:
+        return [row[var]["value"].replace(NS, "") for row in rows]
 
     explored = []
     for frontier in topics:
         seen = set(frontier)
-        for _ in range(DEPTH):
+        for _ in range(depth):
             candidates: set[str] = set()
             for e in frontier:
-                rels = [(r[len(NS):], "out") for r in run(TOG_HEAD_RELATIONS.format(ns=NS, e=e)) if r.startswith(NS)]
-                rels += [(r[len(NS):], "in") for r in run(TOG_TAIL_RELATIONS.format(ns=NS, e=e)) if r.startswith(NS)]
-                for r, d in choose_relations(rels):
-                    template = TOG_TAIL_ENTITIES if d == "out" else TOG_HEAD_ENTITIES
-                    ids = [x[len(NS):] for x in run(template.format(ns=NS, e=e, r=r)) if x.startswith(NS + "m.")]
-                    for x in ids:
-                        run(TOG_NAME.format(ns=NS, e=x))  # ToG names every candidate, one query each
+                rels = [(r, "out") for r in strip(execurte_sparql(sparql_head_relations % e), "relation")]
+                rels += [(r, "in") for r in strip(execurte_sparql(sparql_tail_relations % e), "relation")]
+                for r, d in choose_relations(rels, width):
+                    query = sparql_tail_entities_extract % (e, r) if d == "out" else sparql_head_entities_extract % (r, e)
+                    ids = [x for x in strip(execurte_sparql(query), "tailEntity") if x.startswith("m.")]
+                    for x in ids:  # entity_score names every candidate: id2entity_name_or_type
+                        execurte_sparql(sparql_id % (x, x))
                     candidates.update(ids)
-            frontier = choose_entities(candidates - seen)
+            frontier = choose_entities(candidates - seen, width)
             seen.update(frontier)
         explored.append(seen)
-    return explored, requests
+    return explored
 
 
-# -- kgfed: one batched round per step, everything concurrent ------------------------------------------
-async def kgfed_explore(url: str, topics: list[list[str]]) -> tuple[list[set[str]], int, int]:
-    async with KG.open(url, dialect="freebase", cache=False, expand_cvt=False, concurrency=64) as kg:
+# ---- kgfed: one batched round per step, everything concurrent ------------------------------------------
+async def kgfed_explore(url: str, topics: list[list[str]], width: int, depth: int, cache_dir: Path) -> tuple[list[set[str]], int]:
+    """The same exploration through kgfed; returns (explored sets, round trips on the critical path)."""
+    async with KG.open(url, dialect="freebase", cache_dir=cache_dir, expand_cvt=False, relation_filter=TOG_FILTER,
+                       concurrency=64, batch_size=100) as kg:
         frontiers = [list(t) for t in topics]
         seen = [set(t) for t in topics]
         rounds = 0
-        for _ in range(DEPTH):
+        for _ in range(depth):
             rels = await kg.relations_many(sorted({e for f in frontiers for e in f}))
-            rounds += 1
-            chosen = {e: choose_relations([(r.relation, r.direction) for r in rs]) for e, rs in rels.items()}
+            chosen = {e: choose_relations([(r.relation, r.direction) for r in rs], width) for e, rs in rels.items()}
             triples = sorted({(e, r, d) for f in frontiers for e in f for r, d in chosen[e]})
-            edges = await kg.neighbors_many(triples)
-            rounds += 1
+            edges = await kg.neighbors_many(triples)  # far ends come with their names (no extra query)
+            rounds += 2
             for i, frontier in enumerate(frontiers):
                 candidates = {edge.entity for e in frontier for r, d in chosen[e] for edge in edges[(e, r, d)] if not edge.literal}
-                frontiers[i] = choose_entities(candidates - seen[i])
+                frontiers[i] = choose_entities(candidates - seen[i], width)
                 seen[i].update(frontiers[i])
-        return seen, kg.stats["sent"], rounds
+        return seen, rounds
 
 
-def _in_thread(coro_factory):
-    """Run an async context (the proxy) in its own loop on a thread; returns (enter result, stop)."""
-    ready = threading.Event()
-    state: dict = {}
+@contextmanager
+def proxied(target: str, delay: float):
+    """A LatencyProxy to `target` running on its own event loop in a thread."""
+    ready, state = threading.Event(), {}
 
-    def target():
+    def serve():
         loop = asyncio.new_event_loop()
-        state["loop"] = loop
-        stop = loop.create_future()
-        state["stop"] = stop
+        state["loop"], state["stop"] = loop, loop.create_future()
 
         async def main():
-            async with coro_factory() as value:
-                state["value"] = value
+            async with LatencyProxy(target, delay) as proxy:
+                state["proxy"] = proxy
                 ready.set()
-                await stop
+                await state["stop"]
 
         loop.run_until_complete(main())
 
-    thread = threading.Thread(target=target, daemon=True)
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    ready.wait(30)
-
-    def stop():
+    if not ready.wait(30):
+        raise RuntimeError("latency proxy did not start")
+    try:
+        yield state["proxy"]
+    finally:
         state["loop"].call_soon_threadsafe(state["stop"].set_result, None)
         thread.join(10)
-
-    return state["value"], stop
 
 
 def load_topics(n: int) -> list[list[str]]:
@@ -136,44 +160,75 @@ def load_topics(n: int) -> list[list[str]]:
     return [sorted(q["topic_entity"]) for q in questions[:n]]
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=int, default=10)
-    parser.add_argument("--delay", type=float, default=0.1)
-    parser.add_argument("--server", choices=["oxigraph", "virtuoso"], default="oxigraph")
-    parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "tog_pattern.json"))
-    args = parser.parse_args(argv)
+@contextmanager
+def start_server(kind: str):
     from kgfed.endpoints.servers import OxigraphServer, VirtuosoServer
 
-    data = SHARED / "freebase" / "cwq_subgraph.nt"
-    topics = load_topics(args.questions)
-    server_cls = OxigraphServer if args.server == "oxigraph" else VirtuosoServer
-    with server_cls([data]) as server:
-        proxy, stop = _in_thread(lambda: LatencyProxy(server.url, args.delay))
-        try:
-            started = time.perf_counter()
-            tog_seen, tog_requests = tog_explore(proxy.url, topics)
-            tog_seconds = time.perf_counter() - started
-            started = time.perf_counter()
-            kg_seen, kg_requests, rounds = asyncio.run(kgfed_explore(proxy.url, topics))
-            kg_seconds = time.perf_counter() - started
-        finally:
-            stop()
-    assert tog_seen == kg_seen, "ToG and kgfed explored different entities"
-    bound = rounds * args.delay
-    report = {
-        "server": args.server, "questions": len(topics), "delay_s": args.delay, "width": WIDTH, "depth": DEPTH,
-        "entities_explored": sum(map(len, kg_seen)),
-        "tog": {"seconds": round(tog_seconds, 2), "requests": tog_requests},
-        "kgfed": {"seconds": round(kg_seconds, 3), "requests": kg_requests, "round_trips": rounds},
-        "speedup": round(tog_seconds / kg_seconds, 1),
+    if kind == "virtuoso":
+        with VirtuosoServer({GRAPH: [DATA]}) as server:  # ToG queries the whole store, no graph given
+            yield server.url
+    else:
+        with OxigraphServer([DATA]) as server:
+            yield server.url
+
+
+def measure(kind: str, topics: list[list[str]], delay: float, width: int, depth: int) -> dict:
+    """ToG's pattern, kgfed cold cache, kgfed warm cache: wall time and requests, side by side."""
+    with start_server(kind) as url, proxied(url, delay) as proxy, tempfile.TemporaryDirectory() as cache_dir:
+        def timed(run):
+            before, started = proxy.requests, time.perf_counter()
+            value = run()
+            return value, round(time.perf_counter() - started, 3), proxy.requests - before
+
+        kinds: Counter = Counter()
+        tog_seen, tog_s, tog_n = timed(lambda: tog_explore(proxy.url, topics, width, depth, kind != "virtuoso", kinds))
+        (cold_seen, rounds), cold_s, cold_n = timed(lambda: asyncio.run(kgfed_explore(proxy.url, topics, width, depth, Path(cache_dir))))
+        (warm_seen, _), warm_s, warm_n = timed(lambda: asyncio.run(kgfed_explore(proxy.url, topics, width, depth, Path(cache_dir))))
+    if not (tog_seen == cold_seen == warm_seen):
+        raise AssertionError("ToG's pattern and kgfed explored different entities")
+    bound = rounds * delay
+    return {
+        "server": kind, "questions": len(topics), "width": width, "depth": depth, "delay_ms": round(delay * 1000),
+        "entities_explored": sum(map(len, cold_seen)),
+        "tog": {"seconds": tog_s, "requests": tog_n, "by_kind": dict(kinds)},
+        "kgfed_cold": {"seconds": cold_s, "requests": cold_n, "round_trips": rounds},
+        "kgfed_warm": {"seconds": warm_s, "requests": warm_n},
+        "speedup_cold": round(tog_s / cold_s, 1),
         "critical_path_bound_s": round(bound, 3),
-        "kgfed_over_bound": round(kg_seconds / bound, 2),
+        "cold_over_bound": round(cold_s / bound, 2) if bound else None,
     }
+
+
+def markdown(rows: list[dict]) -> str:
+    head = ("| server | questions | width x depth | delay | ToG: requests | ToG: wall s | kgfed cold: requests | "
+            "kgfed cold: wall s | speed-up | bound (round trips x delay) | cold / bound | kgfed warm: requests | kgfed warm: wall s |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        lines.append(
+            f"| {r['server']} | {r['questions']} | {r['width']}x{r['depth']} | {r['delay_ms']} ms | {r['tog']['requests']} | "
+            f"{r['tog']['seconds']:.1f} | {r['kgfed_cold']['requests']} | {r['kgfed_cold']['seconds']:.2f} | "
+            f"{r['speedup_cold']}x | {r['kgfed_cold']['round_trips']} x {r['delay_ms']} ms = {r['critical_path_bound_s']} s | "
+            f"{r['cold_over_bound']} | {r['kgfed_warm']['requests']} | {r['kgfed_warm']['seconds']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--servers", default="oxigraph,virtuoso", help="comma-separated: oxigraph, virtuoso")
+    parser.add_argument("--questions", type=int, default=20, help="CWQ questions whose topics are explored (default 20)")
+    parser.add_argument("--delay", type=float, default=0.05, help="seconds the proxy adds per request (default 0.05)")
+    parser.add_argument("--width", type=int, default=3)
+    parser.add_argument("--depth", type=int, default=2)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "tog_pattern.json"))
+    args = parser.parse_args(argv)
+    topics = load_topics(args.questions)
+    rows = [measure(kind.strip(), topics, args.delay, args.width, args.depth) for kind in args.servers.split(",") if kind.strip()]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=1))
-    print(json.dumps(report, indent=1))
-    return report
+    Path(args.out).write_text(json.dumps(rows, indent=1))
+    print(json.dumps(rows, indent=1))
+    print(markdown(rows))
+    return rows
 
 
 if __name__ == "__main__":

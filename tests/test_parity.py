@@ -1,6 +1,6 @@
 """Parity with ToG's Freebase access layer, minus its bugs: a differential test over every entity.
 
-ToG (IDEA-FinAI/ToG) reaches Freebase through five SPARQL strings (quoted below verbatim from
+ToG (IDEA-FinAI/ToG) reaches Freebase through five SPARQL strings (quoted verbatim in bench/tog_pattern.py from
 `ToG/freebase_func.py`), each filled with `%` for one entity or (entity, relation) and sent to Virtuoso
 one at a time. Here the same strings are run for EVERY entity of both Freebase fixtures
 (`freebase/cwq_subgraph.nt`, `federation/freebase.nt`), both directions, on three engines (a real
@@ -33,32 +33,19 @@ from pathlib import Path
 
 import pytest
 
+# ToG's five SPARQL strings and `abandon_rels`, verbatim from IDEA-FinAI/ToG ToG/freebase_func.py (one
+# copy, shared with the benchmark), and the same filter as a kgfed RelationFilter.
+from bench.tog_pattern import (TOG_FILTER, abandon_rels, sparql_head_entities_extract, sparql_head_relations,
+                               sparql_id, sparql_tail_entities_extract, sparql_tail_relations)
 from kgfed.endpoints.client import HttpClient
 from kgfed.endpoints.embedded import EmbeddedEndpoint
 from kgfed.endpoints.http import HttpEndpoint
 from kgfed.engine.kg import KG
-from kgfed.sparql.dialects import FREEBASE, NS, RelationFilter
+from kgfed.sparql.dialects import FREEBASE, NS
 from kgfed.sparql.results import SelectResult
 from kgfed.sparql.rewrite import to_standard_sparql
 from kgfed.sparql.terms import FREEBASE_MID, FREEBASE_RELATION
 from tests.conftest_servers import CWQ_GRAPH, FEDERATION_GRAPH, shared_file
-
-# ---- ToG's access layer, verbatim (IDEA-FinAI/ToG, ToG/freebase_func.py) -------------------------
-sparql_head_relations = """\nPREFIX ns: <http://rdf.freebase.com/ns/>\nSELECT ?relation\nWHERE {\n  ns:%s ?relation ?x .\n}"""
-sparql_tail_relations = """\nPREFIX ns: <http://rdf.freebase.com/ns/>\nSELECT ?relation\nWHERE {\n  ?x ?relation ns:%s .\n}"""
-sparql_tail_entities_extract = """PREFIX ns: <http://rdf.freebase.com/ns/>\nSELECT ?tailEntity\nWHERE {\nns:%s ns:%s ?tailEntity .\n}"""
-sparql_head_entities_extract = """PREFIX ns: <http://rdf.freebase.com/ns/>\nSELECT ?tailEntity\nWHERE {\n?tailEntity ns:%s ns:%s  .\n}"""
-sparql_id = """PREFIX ns: <http://rdf.freebase.com/ns/>\nSELECT DISTINCT ?tailEntity\nWHERE {\n  {\n    ?entity ns:type.object.name ?tailEntity .\n    FILTER(?entity = ns:%s)\n  }\n  UNION\n  {\n    ?entity <http://www.w3.org/2002/07/owl#sameAs> ?tailEntity .\n    FILTER(?entity = ns:%s)\n  }\n}"""
-
-
-def abandon_rels(relation):  # ToG's relation filter, verbatim
-    if relation == "type.object.type" or relation == "type.object.name" or relation.startswith("common.") or relation.startswith("freebase.") or "sameAs" in relation:
-        return True
-
-
-# The same filter as a kgfed RelationFilter (kgfed's default TOG_RELATION_FILTER drops more).
-TOG_FILTER = RelationFilter(exact=frozenset({"type.object.type", "type.object.name"}),
-                            prefixes=("common.", "freebase."), contains=("sameAs",))
 
 # How ToG fills each template: the argument each `%s` slot receives, in slot order.
 # e = the entity, r = the relation. HEAD_ENTITIES_BUGGY is ToG/utils.py's `% (entity, relation)`.

@@ -86,3 +86,14 @@ def test_row_cap_below_query_limit_is_partial(tiny_virtuoso, tmp_path):
     (cut,), cached, _, _ = _run(tiny_virtuoso, tmp_path, [query], max_rows=CAP)
     assert len(cut.rows) == CAP  # Virtuoso returned 50 of the 60 rows asked for
     assert cut.partial and cached == 0
+
+
+def test_row_cap_detected_from_the_header_alone(tiny_virtuoso, tmp_path):
+    """Without `max_rows` configured, Virtuoso's X-SPARQL-MaxRows header (sent only when the cap cut
+    the answer) marks truncation; an answer under the cap is complete and cached."""
+    over, under = f"{ALL_TRIPLES} LIMIT {CAP + 10}", f"{ALL_TRIPLES} LIMIT {CAP - 10}"
+    (cut, whole, unlimited), cached, stats, _ = _run(tiny_virtuoso, tmp_path, [over, under, ALL_TRIPLES])
+    assert len(cut.rows) == CAP and cut.partial and f"cap of {CAP} rows" in cut.note
+    assert len(unlimited.rows) == CAP and unlimited.partial
+    assert len(whole.rows) == CAP - 10 and not whole.partial
+    assert cached == 1 and stats["partial"] == 2
