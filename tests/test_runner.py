@@ -281,3 +281,25 @@ def test_federation_questions_over_both_kgs(tmp_path):
     assert summary["answered"] == 4
     # FirstNeighbour answers from the first KG with topics: freebase, whose topic mids the file gives
     assert all(r["answer_ids"] == [] or r["answer_ids"][0].startswith(("m.", "g.")) for r in lines(out))
+
+
+def test_run_with_recorded_llm_replies_is_reproducible(tmp_path, cwq_store):
+    replies = ROOT / "tests" / "recordings" / "llm" / "tog"
+    if not replies.is_dir():
+        pytest.skip("ToG's recorded LLM replies are not in this checkout")
+    questions = cwq_questions(2)  # the CWQ questions ToG's replies were recorded for, with their dataset topics
+    spec = cwq_spec("tog")
+    spec.llm = f"replay:{replies}"
+    outs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    summaries = [asyncio.run(run(spec, questions, out, progress=False)) for out in outs]
+    assert summaries[0]["failed"] == 0 and outs[0].read_bytes() == outs[1].read_bytes()
+    recorded = [json.loads(p.read_text()) for p in replies.glob("*.json")]
+    for record, question in zip(lines(outs[0]), questions):
+        used = [d for d in recorded if question.text in d["prompt"]]
+        assert record["cost"]["llm_calls"] == len(used) > 0  # every recorded reply of the question, replayed once
+        assert record["cost"]["input_tokens"] == sum(d["input_tokens"] for d in used)
+        assert record["cost"]["output_tokens"] == sum(d["output_tokens"] for d in used)
+    first, second = lines(outs[0])[:2]
+    assert first["results"] == "{%s}" % questions[0].answers[0] and second["results"] == "{%s}" % questions[1].answers[0]
+    warm = lines(costs_path_for(outs[1]))
+    assert all(c["cache_hits"] == c["sparql_queries"] and c["llm_calls"] > 0 for c in warm)
