@@ -168,7 +168,8 @@ async def run(args) -> dict:
             "n": len(rows), "hits@1": round(sum(r["hit"] for r in rows) / len(rows), 4),
             "strict": round(sum(r["strict"] for r in rows) / len(rows), 4),
             "sparql_queries/q": mean("sparql_queries"), "cache_hits/q": mean("cache_hits"),
-            "text_requests/q": mean("text_requests"), "llm_calls/q": mean("llm_calls"),
+            "text_requests/q": mean("text_requests"), "entity_pages/q": mean("entity_pages"),
+            "entity_pages_found/q": mean("entity_pages_found"), "llm_calls/q": mean("llm_calls"),
             "seconds/q": round(elapsed / len(rows), 3)}
 
 
