@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..sparql.dialects import COMPOUND_SEP, WikidataDialect
+from ..sparql.errors import InvalidIdentifier
 from .align import Aligner
 from .kg import KG
 from .model import Edge
@@ -74,6 +75,7 @@ class Hypergraph:
     _incident: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list), repr=False)
     _seen: dict[tuple, int] = field(default_factory=dict, repr=False)
     expanded: set[int] = field(default_factory=set)  # nodes whose 1-hop neighbourhood has been added
+    skipped: list[Key] = field(default_factory=list)  # entities whose neighbourhood could not be asked for
 
     # -- nodes -------------------------------------------------------------------------------------
     def index(self, kg: str, entity: str) -> int | None:
@@ -227,12 +229,21 @@ async def cvt_roles(kg: KG, cvts: Sequence[str]) -> dict[str, list[Edge]]:
     if not cvts:
         return {}
     rels = await kg.relations_many(list(cvts), "both")
-    triples = [(r.entity, r.relation, r.direction) for found in rels.values() for r in found if COMPOUND_SEP not in r.relation]
+    triples = [(r.entity, r.relation, r.direction) for found in rels.values() for r in found
+               if COMPOUND_SEP not in r.relation and _valid_relation(kg, r.relation)]
     edges = await kg.neighbors_many(triples) if triples else {}
     out: dict[str, list[Edge]] = defaultdict(list)
     for (cvt, _, _), found in edges.items():
         out[cvt] += found
     return out
+
+
+def _valid_relation(kg: KG, relation: str) -> bool:
+    try:
+        kg.dialect.check_relation(relation)
+    except InvalidIdentifier:
+        return False
+    return True
 
 
 def cvt_hyperedge(hg: Hypergraph, kg: str, cvt: str, edges: Sequence[Edge]) -> Hyperedge:
@@ -339,9 +350,20 @@ async def grow(hg: Hypergraph, kgs: Mapping[str, KG], nodes: Iterable[int], *, w
     hg.expanded.update(todo)
     if not seeds:
         return []
-    merged = await expand(dict(seeds), kgs, hops=1, width=width, limit=limit, scorer=scorer,
-                          aligner=aligner or Aligner(kgs, methods=(), cache=False))
-    return await extend(hg, merged, kgs, statements=statements, topics=False)
+    aligner = aligner or Aligner(kgs, methods=(), cache=False)
+    try:
+        merged = [await expand(dict(seeds), kgs, hops=1, width=width, limit=limit, scorer=scorer, aligner=aligner)]
+    except InvalidIdentifier:
+        # a store can hold a relation id its dialect refuses (CWQ: `…Kind_of_symbol`): expand the seeds one
+        # by one and leave out only the ones whose neighbourhood cannot be asked for
+        merged = []
+        for kg, ids in seeds.items():
+            for entity in ids:
+                try:
+                    merged.append(await expand({kg: [entity]}, kgs, hops=1, width=width, limit=limit, scorer=scorer, aligner=aligner))
+                except InvalidIdentifier:
+                    hg.skipped.append((kg, entity))
+    return [e for m in merged for e in await extend(hg, m, kgs, statements=statements, topics=False)]
 
 
 async def describe(hg: Hypergraph, kgs: Mapping[str, KG], nodes: Iterable[int]) -> None:

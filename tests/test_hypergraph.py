@@ -125,3 +125,15 @@ async def test_synonym_hyperedges_join_near_same_labels_only():
 
 async def _none(component):
     return []
+
+
+async def test_a_relation_id_the_dialect_refuses_costs_only_its_own_seed():
+    # the CWQ store holds `location.location_symbol_relationship.Kind_of_symbol` (upper case), which the
+    # Freebase dialect refuses: Hawaii (m.03gh4) reaches it through its official-symbol CVT
+    async with KG.open(f"file:{need(CWQ_NT)}", dialect="freebase", name="freebase", cache=False) as kg:
+        hg = Hypergraph()
+        hawaii = hg.add_node({"freebase": "m.03gh4"}, "Hawaii", topic=True)
+        darwin = hg.add_node({"freebase": "m.01lwx"}, "Charles Darwin", topic=True)
+        await grow(hg, {"freebase": kg}, [hawaii, darwin])
+    assert hg.skipped == [("freebase", "m.03gh4")]
+    assert any(e.id == "m.0hybz8y" for e in hg.edges)  # Darwin's marriage is still there
