@@ -16,8 +16,8 @@ from .errors import InvalidIdentifier
 WIKIDATA_ID = re.compile(r"^[QPL][1-9][0-9]{0,11}$")
 # Freebase machine ids m.0abc / g.11b… (lowercase alphanumerics and underscore after the dot).
 FREEBASE_MID = re.compile(r"^[mg]\.[0-9a-z_]{2,16}$")
-# Freebase relation (and type) ids: dot-separated lowercase segments, e.g. people.person.nationality.
-FREEBASE_RELATION = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+){1,6}$")
+# Freebase relation (and type) ids: dot-separated word segments, e.g. people.person.nationality.
+FREEBASE_RELATION = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+){1,6}$")  # real ids have capitals: ...Kind_of_symbol
 # Characters the SPARQL grammar forbids inside an IRIREF, plus whitespace.
 _IRI_FORBIDDEN = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 _IRI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -49,7 +49,7 @@ def freebase_relation(value: str) -> str:
     """Return `value` if it is a Freebase relation id (people.person.nationality), else raise."""
     if not isinstance(value, str) or not FREEBASE_RELATION.match(value):
         raise InvalidIdentifier(
-            f"invalid Freebase relation {_show(value)}: expected dotted lowercase like people.person.nationality"
+            f"invalid Freebase relation {_show(value)}: expected dotted words like people.person.nationality"
         )
     return value
 

@@ -98,7 +98,7 @@ def batched(template: str, fill: Sequence[str], bindings: Sequence[dict[str, str
 
 
 def expressible(relation: str) -> bool:
-    """kgfed validates relation ids as dotted lowercase: see test_uppercase_relation_ids_are_accepted."""
+    """Whether kgfed's id check accepts the (possibly compound) relation id."""
     return all(FREEBASE_RELATION.match(part) for part in relation.split("|"))
 
 
@@ -248,12 +248,6 @@ def _tog_kept(rels: set[str]) -> set[str]:
 
 
 # ---- the differential tests ------------------------------------------------------------------------
-# Real Freebase relation ids with capitals that kgfed's id check (sparql/terms.py) rejects today.
-UPPERCASE_RELATIONS = {"cwq": {"location.location_symbol_relationship.Kind_of_symbol"}, "federation": set()}
-
-
-@pytest.mark.xfail(strict=True, reason="sparql/terms.py FREEBASE_RELATION allows only lowercase; Freebase has "
-                   "relation ids like location.location_symbol_relationship.Kind_of_symbol (in cwq_subgraph.nt)")
 def test_uppercase_relation_ids_are_accepted():
     assert FREEBASE.relation("location.location_symbol_relationship.Kind_of_symbol").endswith("Kind_of_symbol>")
 
@@ -281,8 +275,7 @@ def test_relations_match_tog(dataset, engine, snap):
 def test_neighbors_match_tog(dataset, engine, snap):
     """Tail entities (out) and head entities (in, the intended fill) of every (entity, relation): equal sets."""
     kept = {k for k in snap.tog_ents if not abandon_rels(k[1])}
-    assert {k[1] for k in kept if not expressible(k[1])} == UPPERCASE_RELATIONS[dataset]
-    kept = {k for k in kept if expressible(k[1])}
+    assert all(expressible(k[1]) for k in kept)  # every real relation id passes kgfed's check (capitals too)
     assert kept == set(snap.kg_ents)
     for key in kept:
         assert snap.kg_ents[key] == snap.tog_ents[key] and snap.tog_ents[key], key
