@@ -126,8 +126,13 @@ async def test_llm_free_on_the_demo_questions(demo_kg, embedder):
     assert right >= 4
 
 
-def test_needs_a_text_source(demo_kg):
-    with pytest.raises(KgfedError, match="needs a text source"):
-        ToG2({"wikidata": demo_kg}, NoLLM())
+async def test_without_text_it_runs_on_the_kg_and_says_so(demo_kg, embedder):
+    result = await ToG2({"wikidata": demo_kg}, NoLLM(), embedder=embedder).answer(ADAMS, {"wikidata": {"Q42": "Douglas Adams"}})
+    assert result.extra["warnings"][0].startswith("no text source")
+    assert result.extra["passages"] == [] and result.cost.get("entity_pages", 0) == 0
+    assert result.answer and result.paths
+
+
+def test_bad_parameters(demo_kg):
     with pytest.raises(KgfedError, match="top_k must be"):
         ToG2({"wikidata": demo_kg}, NoLLM(), text=open_text_source("demo"), top_k=0)

@@ -26,7 +26,8 @@ Parameters (paper defaults, §4.1): width=3, depth=3, top_k=10 (K), relation_thr
 temperature 0 for every call; alpha=0.3 (Eq. 6's decay: the paper gives no value, kgfed's choice),
 ranker="sbert" (the paper's BGE-embedding is not available offline; MiniLM is its Fig. 3a
 alternative), max_documents=20 (candidates per relation whose documents are read; more are cut
-by SBERT name similarity), pruning as for ToG. `text`: a text source (`context.open_text_source`).
+by SBERT name similarity), pruning as for ToG. `text`: a text source (`context.open_text_source`); without one ToG-2 runs on the
+KG alone (ToG's entity scores) and says so in `extra["warnings"]`.
 """
 from __future__ import annotations
 
@@ -83,6 +84,9 @@ Answer:
 Now, please carefully consider the following case:
 """
 
+NO_TEXT = ("no text source: entities were pruned by ToG's scores, without documents; pass "
+           "text=open_text_source('file:extracts.jsonl' | 'wikipedia' | 'demo') (CLI: --text)")
+
 Group = tuple[Sequence[tuple[str, str, str]], Sequence[str]]  # (knowledge triplets, their related contexts)
 
 
@@ -104,9 +108,6 @@ class ToG2(ToG):
     def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):
         params.setdefault("exploration_temperature", 0.0)  # ToG-2 samples every call at 0
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
-        if text is None:
-            raise KgfedError("ToG-2 needs a text source for the entities' documents: pass "
-                             "text=open_text_source('file:extracts.jsonl' | 'wikipedia' | 'demo') (CLI: --text)")
         self.top_k = int(params.get("top_k", TOP_K))
         self.alpha = float(params.get("alpha", ALPHA))
         self.relation_threshold = float(params.get("relation_threshold", RELATION_THRESHOLD))
@@ -121,6 +122,8 @@ class ToG2(ToG):
         """Pages of entities (id → label): by id (sitelinks/P646/Q-id), else titled by the label, else the
         text source's search for the label (when it has one). Entities without text are left out."""
         ids = [e for e in names]
+        if self.text is None:
+            return {}
         pages = {e: p for e, p in (await entity_pages(ids, text_source=self.text, kg=self._page_kg)).items() if p.text} if ids else {}
         by_label = {e: names[e] for e in ids if e not in pages and names[e]}
         if by_label:
@@ -150,6 +153,8 @@ class ToG2(ToG):
     # -- the search --------------------------------------------------------------------------------
     async def _answer(self, question: str, topics: Topics) -> Result:
         trace = Trace()
+        if self.text is None:
+            trace.warnings.append(NO_TEXT)
         beam = self.start(topics)
         clues, passages = "", await self.context(question, beam)
         contexts: list[Passage] = list(passages)
@@ -223,7 +228,8 @@ class ToG2(ToG):
         """Eq. 6 scores; without any document among the candidates, ToG's entity scores instead."""
         scores = entity_scores(passages, alpha=self.alpha)
         if not any(v > 0 for v in scores.values()):
-            trace.warnings.append("no candidate entity has a document: ToG's entity scores used")
+            if self.text is not None:
+                trace.warnings.append("no candidate entity has a document: ToG's entity scores used")
             return await self.score_step(question, expanded, trace)
         floor = 1e-3 * min(v for v in scores.values() if v > 0)  # document-less candidates fill free slots
         return [replace(c, score=scores[c.entity] if scores.get(c.entity, 0) > 0 else floor * c.score) for c in candidates]
