@@ -494,6 +494,7 @@ async def run(spec: RunSpec, questions: Sequence[Question], out: str | Path, *, 
     tally = Tally(questions, len(todo))
     spec = spec.resolved()
     interrupted = False
+    terminated = _cancel_on_sigterm()
     try:
         with Progress(tally, progress) as bar:
             def on_done(answered: Answered) -> None:
@@ -513,12 +514,43 @@ async def run(spec: RunSpec, questions: Sequence[Question], out: str | Path, *, 
                     await answer_all(runtime, todo, fmt, concurrency, on_done)
     except (asyncio.CancelledError, KeyboardInterrupt):
         interrupted = True
+        if terminated():  # SIGTERM (a scheduler, `kill`): end like Ctrl-C, not with a traceback
+            raise KeyboardInterrupt from None
         raise
     finally:
+        _restore_sigterm()
         output.finalize()
         if interrupted:
             print(f"kgfed: interrupted: {tally.done} new answers kept in {output.path} (run again to resume)", file=sys.stderr)
     return summarize(output, questions, tally, len(questions) - len(todo))
+
+
+def _cancel_on_sigterm() -> Callable[[], bool]:
+    """Make SIGTERM cancel the running task (so the output is finalized); returns 'was it SIGTERM?'."""
+    import signal
+
+    hit: list[bool] = []
+    task = asyncio.current_task()
+
+    def on_term() -> None:
+        hit.append(True)
+        if task is not None:
+            task.cancel()
+
+    try:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_term)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+        pass
+    return lambda: bool(hit)
+
+
+def _restore_sigterm() -> None:
+    import signal
+
+    try:
+        asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+    except (NotImplementedError, RuntimeError, ValueError):
+        pass
 
 
 def summarize(output: Output, questions: Sequence[Question], tally: Tally, skipped: int) -> dict[str, Any]:

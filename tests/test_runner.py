@@ -193,8 +193,8 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
                           cwd=ROOT, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600)
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_ctrl_c_leaves_a_valid_file_and_the_run_resumes(tmp_path, workers, cwq_store):
+@pytest.mark.parametrize("workers, stop", [("1", signal.SIGINT), ("2", signal.SIGINT), ("1", signal.SIGTERM)], ids=["int", "int-workers", "term"])
+def test_ctrl_c_leaves_a_valid_file_and_the_run_resumes(tmp_path, workers, stop, cwq_store):
     out = tmp_path / "preds.jsonl"
     argv = ["run", str(CWQ_QUESTIONS), "--method", f"{HERE}:FirstNeighbour", "--param", "delay=0.3", "--kg", "freebase",
             "--endpoint", f"freebase=file:{CWQ_NT}", "--out", str(out), "--limit", "30", "--concurrency", "2",
@@ -206,7 +206,7 @@ def test_ctrl_c_leaves_a_valid_file_and_the_run_resumes(tmp_path, workers, cwq_s
         if out.exists() and out.read_text().count("\n") >= 4:
             break
         time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
