@@ -20,6 +20,7 @@ that PRoH matches questions against and INSES shows its navigator.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from .subgraph import Link, MergedGraph, Node, expand
 
 Key = tuple[str, str]  # (KG name, short id)
 KINDS = ("binary", "cvt", "statement", "synonym")
+_QUALIFIERS: "weakref.WeakKeyDictionary[KG, bool]" = weakref.WeakKeyDictionary()  # per KG: holds qualifiers at all?
 _QUALIFIER_PROBE = "SELECT ?p WHERE { ?p <http://wikiba.se/ontology#qualifier> ?q } LIMIT 1"
 
 
@@ -290,10 +292,9 @@ async def _statements(hg: Hypergraph, links: Sequence[Link], merged: MergedGraph
 
 async def has_qualifiers(kg: KG) -> bool:
     """Whether the store holds qualifier properties at all (one cached probe), so statements are worth asking."""
-    flag = getattr(kg, "_kgfed_has_qualifiers", None)
+    flag = _QUALIFIERS.get(kg)
     if flag is None:
-        flag = bool((await kg.select(_QUALIFIER_PROBE)).rows)
-        setattr(kg, "_kgfed_has_qualifiers", flag)
+        flag = _QUALIFIERS[kg] = bool((await kg.select(_QUALIFIER_PROBE)).rows)
     return flag
 
 
@@ -354,8 +355,8 @@ async def grow(hg: Hypergraph, kgs: Mapping[str, KG], nodes: Iterable[int], *, w
     try:
         merged = [await expand(dict(seeds), kgs, hops=1, width=width, limit=limit, scorer=scorer, aligner=aligner)]
     except InvalidIdentifier:
-        # a store can hold a relation id its dialect refuses (CWQ: `…Kind_of_symbol`): expand the seeds one
-        # by one and leave out only the ones whose neighbourhood cannot be asked for
+        # an id its KG refuses (or a relation id its dialect refuses): expand the seeds one by one and
+        # leave out only the ones whose neighbourhood cannot be asked for
         merged = []
         for kg, ids in seeds.items():
             for entity in ids:

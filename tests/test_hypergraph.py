@@ -127,13 +127,20 @@ async def _none(component):
     return []
 
 
-async def test_a_relation_id_the_dialect_refuses_costs_only_its_own_seed():
-    # the CWQ store holds `location.location_symbol_relationship.Kind_of_symbol` (upper case), which the
-    # Freebase dialect refuses: Hawaii (m.03gh4) reaches it through its official-symbol CVT
+async def test_symbol_cvt_with_a_capitalised_role_is_one_hyperedge():
+    # `location.location_symbol_relationship.Kind_of_symbol` is a real relation id with a capital
+    hg, kg = await cwq_hypergraph("m.03gh4")  # Hawaii
+    async with kg:
+        symbol = next(e for e in hg.edges if e.id == "m.0hz9k44")
+    assert members(hg, symbol) == cvt_entities("m.0hz9k44") == {"m.03gh4", "m.03dkj_", "m.04627gn"}
+    assert symbol.role(hg.index("freebase", "m.04627gn")) == "Kind of symbol"
+
+
+async def test_a_seed_its_kg_refuses_costs_only_itself():
     async with KG.open(f"file:{need(CWQ_NT)}", dialect="freebase", name="freebase", cache=False) as kg:
         hg = Hypergraph()
-        hawaii = hg.add_node({"freebase": "m.03gh4"}, "Hawaii", topic=True)
+        wrong = hg.add_node({"freebase": "Q42"}, "Douglas Adams")  # a Wikidata id filed under Freebase
         darwin = hg.add_node({"freebase": "m.01lwx"}, "Charles Darwin", topic=True)
-        await grow(hg, {"freebase": kg}, [hawaii, darwin])
-    assert hg.skipped == [("freebase", "m.03gh4")]
+        await grow(hg, {"freebase": kg}, [wrong, darwin])
+    assert hg.skipped == [("freebase", "Q42")]
     assert any(e.id == "m.0hybz8y" for e in hg.edges)  # Darwin's marriage is still there
