@@ -231,21 +231,12 @@ async def cvt_roles(kg: KG, cvts: Sequence[str]) -> dict[str, list[Edge]]:
     if not cvts:
         return {}
     rels = await kg.relations_many(list(cvts), "both")
-    triples = [(r.entity, r.relation, r.direction) for found in rels.values() for r in found
-               if COMPOUND_SEP not in r.relation and _valid_relation(kg, r.relation)]
+    triples = [(r.entity, r.relation, r.direction) for found in rels.values() for r in found if COMPOUND_SEP not in r.relation]
     edges = await kg.neighbors_many(triples) if triples else {}
     out: dict[str, list[Edge]] = defaultdict(list)
     for (cvt, _, _), found in edges.items():
         out[cvt] += found
     return out
-
-
-def _valid_relation(kg: KG, relation: str) -> bool:
-    try:
-        kg.dialect.check_relation(relation)
-    except InvalidIdentifier:
-        return False
-    return True
 
 
 def cvt_hyperedge(hg: Hypergraph, kg: str, cvt: str, edges: Sequence[Edge]) -> Hyperedge:
