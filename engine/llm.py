@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cache.costs import charge
+from ..endpoints.client import _first_line
 from ..sparql.errors import EndpointError, LLMError
 
 # Temperatures the papers use: ToG/PoG/HydraRAG explore at 0.4 and reason (prune paths, judge
@@ -335,13 +336,6 @@ def make_llm(spec: str | None) -> LLM:
             raise LLMError(f"bad LLM spec {spec!r}: record needs a directory and a provider, e.g. record:replies:anthropic")
         return ReplayLLM(directory, record_with=make_llm(inner))
     raise LLMError(f"unknown LLM spec {spec!r}: {SPEC_HELP}")
-
-
-def _first_line(text: str, width: int = 160) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:width]
-    return "(empty)"
 
 
 def _error_message(body: str) -> str:
