@@ -1,0 +1,370 @@
+"""HydraRAG (Tan et al.; papers/000), KG sources: cross-source verified paths over merged Freebase + Wikidata.
+
+    hydra = HydraRAG({"freebase": fb, "wikidata": wd}, make_llm("none"), text=open_text_source("demo"))
+    result = await hydra.answer("what country does justin bieber come from?",
+                                {"freebase": {"m.06w2sn5": "Justin Bieber"}, "wikidata": {"Q34086": "Justin Bieber"}})
+
+Steps (paper §4, Algorithms 1–4): available evidence (KGs with topic entities, the text source when
+given, a web-search provider when given), question analysis (skyline indicator, split questions,
+D_predict; PoG's prompt), the agentic source selector, then three exploration phases — initial (selected
+sources, D_predict), refined (LLM follow-up question, all sources, D_max), predicted (LLM-predicted
+entities) — each followed by evidence pruning and a sufficiency check. Structured retrieval is PoG's
+machinery over the merged multi-KG subgraph (`subgraph.expand` over every KG, aligned entities merged)
+with tree-based BiBFS: the best W1 partial paths are grown at each depth. Evidence pruning ranks by
+relevance (top W1), then by `cross_score` (top W2), then the LLM keeps W_max (LLM-free: top W_max).
+
+Web search is an interface (`WebSearch`) with no default provider: pass `web=` an object with
+`name` and `async search(query, limit) -> list[WebDoc]`.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from ...sparql.errors import KgfedError
+from ..context import RHO, passage_edges, rank_pages, retrieve_context
+from ..llm import EXPLORATION_TEMPERATURE
+from ..prompts import QuestionAnalysis, parse_question_analysis
+from ..pruning import score_paths
+from .base import Result, Topics
+from .pog import SUPPLEMENT_PROMPT, ClusteredPath, Graph, PoG, _default, _unique, chain_paths, listing, parse_supplement
+
+ALPHAS = (1 / 3, 1 / 3, 1 / 3)  # the paper's alpha_k = 0.33 each, taken as exactly 1/3 so that sum alpha_k = 1
+
+SOURCE_SELECT_PROMPT = (
+    "You are a source selection agent. Your task is to decide the most appropriate knowledge source(s) to answer a "
+    "user's question. You will be provided with up to three sources: Local Knowledge Graph (KG) Wiki Documents (Wiki) "
+    "Web Search (Web). Follow these steps carefully:\nI. Analyze the question thoroughly.\nII. Prioritize KG if "
+    "available: If KG alone is sufficient, select KG. If KG is incomplete, check if Wiki can fill the missing "
+    "information. If so, combine KG with Wiki. If neither KG nor Wiki suffices, include Web search.\nIII. If KG is "
+    "unavailable: Choose between Wiki and Web based on recency and the likely completeness of the Wiki documents.\n"
+    "Clearly state your reasoning, and then indicate your decision using these actions:\naction1 for KG\naction2 for "
+    "Wiki\naction3 for Web\nNoted, combinations allowed (e.g., [action1 + action2]).\n")
+REFINE_PROMPT = (
+    "Given a main question, an uncertain LLM-generated thinking Cot that considers all the entities, a few split "
+    "questions that you can use and finally obtain the final answer, the associated accuracy retrieved knowledge "
+    "paths from the Related_path section, and the main topic entities Please predict the additional evidence that "
+    "needs to be found to answer the current question, then provide a suitable query for retrieving this potential "
+    "evidence. and give the possible Chains of Thought that can lead to the predicted result in the same format "
+    "below, by the given knowledge path and your own knowledge.\nAnswer in this format:\nNew question: ...\n"
+    "Thinking Cot: \"topic\" - relation - answer(type) - ...\n")
+ACTIONS = {"1": "kg", "2": "wikipedia", "3": "web"}
+
+
+# -- the cross-source verification score (paper §4.3) ------------------------------------------------------
+@dataclass(frozen=True)
+class CrossScore:
+    """HydraRAG's scores of one candidate path: relevance, the three reliability features, verification, cross."""
+
+    relevance: float
+    f1: float
+    f2: float
+    f3: float
+    verification: float
+    cross: float
+
+
+def jaccard(a: Iterable, b: Iterable) -> float:
+    a, b = set(a), set(b)
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def cross_score(semantic: float, topics: Iterable, entities: Iterable, *, rho: float, supporting_sources: int,
+                graph_entities: Iterable, lambda_sem: float = 0.7, alpha_cross: float = 0.7,
+                alphas: Sequence[float] = ALPHAS, max_width: int = 3) -> CrossScore:
+    """The paper's score of one path p_i (pure; every input given).
+
+    s_rel = λsem·cos(h(I), h(p_i)) + λent·Jaccard(Topic(q), Ent(p_i)), λent = 1 − λsem;
+    f1 = ρ_src(p_i); f2 = min(|Supp(p_i)|, W_max) / W_max; f3 = |Ent(p_i) ∩ E_q| / |Ent(p_i)|;
+    s_ver = Σ α_k f_k; cross = α_cross·s_rel + (1 − α_cross)·s_ver.
+    `semantic` is the cosine, `supporting_sources` is |Supp(p_i)|, `graph_entities` is E_q.
+    """
+    if not 0.0 <= lambda_sem <= 1.0 or not 0.0 <= alpha_cross <= 1.0:
+        raise KgfedError(f"lambda_sem={lambda_sem} and alpha_cross={alpha_cross} must lie in [0, 1]")
+    if len(alphas) != 3 or any(a < 0 for a in alphas):
+        raise KgfedError(f"alphas {tuple(alphas)} must be three non-negative weights (the paper: 0.33 each)")
+    ents = set(entities)
+    relevance = lambda_sem * semantic + (1.0 - lambda_sem) * jaccard(topics, ents)
+    f1 = rho
+    f2 = min(supporting_sources, max_width) / max_width
+    f3 = len(ents & set(graph_entities)) / len(ents) if ents else 0.0
+    verification = alphas[0] * f1 + alphas[1] * f2 + alphas[2] * f3
+    return CrossScore(relevance, f1, f2, f3, verification, alpha_cross * relevance + (1.0 - alpha_cross) * verification)
+
+
+# -- web search: an interface without a default provider -------------------------------------------------------
+@dataclass(frozen=True)
+class WebDoc:
+    """One web search result."""
+
+    title: str
+    url: str
+    text: str
+
+
+@runtime_checkable
+class WebSearch(Protocol):
+    """A web-search provider (HydraRAG uses Google via SerpAPI); kgfed ships none."""
+
+    name: str
+
+    async def search(self, query: str, limit: int = 3) -> list[WebDoc]: ...
+
+
+# -- the method -------------------------------------------------------------------------------------------
+_MENTION = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|and|[A-Z][\w'’.-]*))*")
+
+
+class HydraRAG(PoG):
+    """HydraRAG over KG (and optional text/web) sources. Params (paper defaults): `max_width` W_max=3,
+    `max_depth` D_max=3, `w1`=100, `w2`=20, `lambda_sem`=0.7, `alpha_cross`=0.7, `alphas`=(1/3,1/3,1/3),
+    `rho` per source type {"kg": 1.0, "wikipedia": 0.8, "web": 0.7}, `gamma` support similarity threshold
+    (0.8; the paper leaves it unset), `web` a WebSearch provider (None), `select_sources` run the agentic
+    selector when an LLM is present (True), plus PoG's `relation_width`, `neighbor_limit`, `align`, `max_tokens`."""
+
+    name = "hydra"
+    DEFAULTS = {**PoG.DEFAULTS, "w1": 100, "w2": 20}
+    EXTRA_DEFAULTS: dict[str, Any] = {"lambda_sem": 0.7, "alpha_cross": 0.7, "alphas": ALPHAS, "rho": dict(RHO),
+                                      "gamma": 0.8, "web": None, "select_sources": True}
+
+    def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):
+        super().__init__(kgs, llm, embedder=embedder, text=text, **params)
+        web = self.p["web"]
+        if web is not None and not isinstance(web, WebSearch):
+            raise KgfedError("web= must be a WebSearch provider (an object with name and async search(query, limit))")
+
+    # -- sources --
+    def available(self, topics: Topics) -> list[str]:
+        """S_t: 'kg' when a KG holds a topic entity, 'wikipedia' with a text source, 'web' with a provider."""
+        found = ["kg"] if any(ids for kg, ids in topics.items() if kg in self.kgs) else []
+        if self.text is not None:
+            found.append("wikipedia")
+        if self.p["web"] is not None:
+            found.append("web")
+        return found
+
+    async def select_sources(self, question: str, available: list[str], analysis: QuestionAnalysis | None) -> list[str]:
+        """The agentic source selector (LLM); LLM-free or on an unusable reply every available source."""
+        if not self.llm_ready or not self.p["select_sources"] or len(available) <= 1:
+            return list(available)
+        names = {"kg": "KG", "wikipedia": "Wiki", "web": "Web"}
+        prompt = (SOURCE_SELECT_PROMPT + f"\nQ: {question}\nProvided sources: {', '.join(names[s] for s in available)}\n"
+                  f"Question analysis: {self.context(analysis)}\nA:")
+        reply = await self.llm.complete(prompt, temperature=EXPLORATION_TEMPERATURE, max_tokens=self.p["max_tokens"])
+        chosen = [ACTIONS[d] for d in re.findall(r"action\s*([123])", reply.text, re.I)]
+        chosen = [s for s in dict.fromkeys(chosen) if s in available]
+        return chosen or list(available)
+
+    # -- retrieval --
+    async def structured(self, graph: Graph, order: Sequence[int], depth: int, query: str, exact: bool) -> list[ClusteredPath]:
+        """Tree-based BiBFS paths through all topic entities in order (W1 seeds kept per depth)."""
+        step = await self.step_scorer(query, graph)
+        topics = set(order)
+
+        def level_score(path: ClusteredPath) -> float:  # the cross-score's relevance part, cheap per step
+            return self.p["lambda_sem"] * step(path) + (1 - self.p["lambda_sem"]) * jaccard(topics, path.nodes())
+        n = len(order)
+        total = (n * (depth - 1), n * depth) if exact else (0, n * depth)
+        paths = chain_paths(graph, list(order), depth, total=total, beam=self.p["w1"], score=level_score,
+                            segment=n * depth if n > 1 else depth)
+        if not paths and len(order) > 1:  # no path joins every topic: grow from each one
+            paths = [p for t in order for p in chain_paths(graph, [t], depth, beam=self.p["w1"], score=level_score)]
+        return paths
+
+    async def unstructured(self, question: str, graph: Graph, order: Sequence[int], query: str, sources: Sequence[str]) -> list[ClusteredPath]:
+        """Top-W_max passages of the topic entities' pages (ranked against the indicator) and web results, as text paths."""
+        width = self.p["max_width"]
+        found: list[ClusteredPath] = []
+        if "wikipedia" in sources and self.text is not None:
+            wiki_kg = next((kg for name, kg in self.kgs.items() if graph.merged.kgs.get(name) == "wikidata"), None)
+            ids = [graph.merged.nodes[t].ids.get(name) for t in order for name in self.kgs
+                   if graph.merged.nodes[t].ids.get(name)]
+            passages = await retrieve_context(query, ids, text_source=self.text, kg=wiki_kg, top_k=width, embedder=self.embedder)
+            for edge in passage_edges(passages, rho=self.p["rho"]["wikipedia"]):
+                anchor = next((t for t in order if edge.entity in graph.merged.nodes[t].ids.values()), order[0])
+                found.append(self._text_path(graph, anchor, edge.path_text(), "wikipedia"))
+        if "web" in sources and self.p["web"] is not None:
+            from ...endpoints.wikipedia import Page
+
+            docs = await self.p["web"].search(question, width)
+            pages = {doc.url or doc.title: Page(doc.title, doc.text, key=doc.url, source="web") for doc in docs}
+            for passage in await rank_pages(query, pages, top_k=width, embedder=self.embedder):
+                found.append(self._text_path(graph, order[0], f'{{{passage.title}}} -[web]-> "{passage.text}"', "web"))
+        return found
+
+    def _text_path(self, graph: Graph, anchor: int, text: str, source: str) -> ClusteredPath:
+        """A text evidence path; its entities are G_q nodes named in the text (plus unmatched capitalised mentions)."""
+        low = text.lower()
+        named = {i for i in range(len(graph.merged.nodes))
+                 if graph.named(i) and len(graph.name(i)) >= 4 and re.search(r"\b" + re.escape(graph.name(i).lower()) + r"\b", low)}
+        known = {graph.name(i).lower() for i in named}
+        mentions = {m.strip() for m in _MENTION.findall(text) if len(m.strip()) >= 4}
+        unmatched = {("mention", m.lower()) for m in mentions if not any(m.lower() in k or k in m.lower() for k in known)}
+        return ClusteredPath([frozenset([anchor])], [], [], source=source, text=text,
+                             entities=frozenset(named | {anchor}) | frozenset(unmatched))
+
+    # -- evidence pruning (Algorithm 4) --
+    def source_of(self, path: ClusteredPath) -> str:
+        if path.source != "kg":
+            return path.source
+        kgs = sorted({s.kg for s in path.steps})
+        return "+".join(kgs) or "kg"
+
+    def rho_of(self, path: ClusteredPath) -> float:
+        return self.p["rho"].get("kg" if path.source == "kg" else path.source, self.p["rho"].get("kg", 1.0))
+
+    @staticmethod
+    def entities_of(path: ClusteredPath) -> frozenset:
+        return path.entities if path.entities is not None else frozenset(path.nodes())
+
+    async def score(self, query: str, graph: Graph, candidates: list[ClusteredPath], topic_nodes: Sequence[int]
+                    ) -> list[tuple[ClusteredPath, CrossScore]]:
+        """Relevance top-W1, then cross-scores, best first (all of them, for the caller to cut at W2)."""
+        if not candidates:
+            return []
+        texts = [self.sbert_text(graph, p) for p in candidates]
+        embedder = self.embedder or _default()
+        sims = await embedder.similarity(query, texts)
+        lam = self.p["lambda_sem"]
+        rel = [lam * s + (1 - lam) * jaccard(topic_nodes, self.entities_of(p)) for s, p in zip(sims, candidates)]
+        top = sorted(range(len(candidates)), key=lambda i: -rel[i])[: self.p["w1"]]
+        pool = [candidates[i] for i in top]
+        vectors = await embedder.encode([self.verify_text(graph, p) for p in pool])
+        similar = vectors @ vectors.T
+        graph_nodes = set(range(len(graph.merged.nodes)))
+        scored = []
+        for a, i in enumerate(top):
+            path = candidates[i]
+            support = {self.source_of(pool[b]) for b in range(len(pool)) if similar[a, b] >= self.p["gamma"]}
+            score = cross_score(sims[i], topic_nodes, self.entities_of(path), rho=self.rho_of(path),
+                                supporting_sources=len(support), graph_entities=graph_nodes, lambda_sem=lam, alpha_cross=self.p["alpha_cross"],
+                                alphas=self.p["alphas"], max_width=self.p["max_width"])
+            scored.append((path, score))
+        scored.sort(key=lambda ps: -ps[1].cross)
+        return scored
+
+    def verify_text(self, graph: Graph, path: ClusteredPath) -> str:
+        """What two paths are compared on for corroboration: end entities and relation words."""
+        if path.text:
+            return path.text
+        return self.sbert_text(graph, path) + " ; " + graph.set_text(path.sets[-1], 3)[1:-1]
+
+    async def prune_evidence(self, question: str, query: str, graph: Graph, candidates: list[ClusteredPath],
+                             topic_nodes: Sequence[int], analysis: QuestionAnalysis | None) -> list[tuple[ClusteredPath, CrossScore]]:
+        """Algorithm 4: relevance → cross-score top-W2 → the LLM's W_max (LLM-free: the top W_max by cross-score)."""
+        scored = (await self.score(query, graph, _unique(candidates), topic_nodes))[: self.p["w2"]]
+        if not self.llm_ready or len(scored) <= self.p["max_width"]:
+            return scored[: self.p["max_width"]]
+        texts = [p.text or graph.render(p) for p, _ in scored]
+        picked = await score_paths(question, texts, method="llm", llm=self.llm, embedder=self.embedder, query=query,
+                                   analysis=self.context(analysis), width=self.p["max_width"], max_tokens=self.p["max_tokens"])
+        by_text = {t: k for k, t in reversed(list(enumerate(texts)))}
+        return [scored[by_text[t]] for t, _ in picked if t in by_text]
+
+    # -- the algorithm --
+    async def _answer(self, question: str, topics: Topics) -> Result:
+        graph, topic_nodes = await self.detect(topics)
+        available = self.available(topics)
+        if not self.llm_ready:
+            return await self._answer_free(question, graph, topic_nodes, available)
+        return await self._answer_llm(question, graph, topic_nodes, available)
+
+    async def _answer_free(self, question: str, graph: Graph, topic_nodes: list[int], available: list[str]) -> Result:
+        """LLM-free HydraRAG: every source, paths to D_max, cross-score pruning, embedding answer choice.
+
+        Candidates named in the kept text evidence gain its cross-score (cross-source corroboration)."""
+        paths = await self.structured(graph, topic_nodes, self.p["max_depth"], question, exact=False)
+        paths += await self.unstructured(question, graph, topic_nodes, question, available)
+        kept = await self.prune_evidence(question, question, graph, paths, topic_nodes, None)
+        kg_ranked = [(p, s.cross) for p, s in kept if p.source == "kg"]
+        order, best, scores = await self.choose_answer(question, graph, kg_ranked, topic_nodes)
+        for path, s in kept:
+            if path.source != "kg":
+                for i in self.entities_of(path):
+                    if isinstance(i, int) and i in scores:
+                        scores[i] += s.cross
+        order = sorted(scores, key=lambda i: (-scores[i], graph.name(i)))
+        answer = graph.name(order[0]) if order else ""
+        return self.result(question, graph, answer, order, [p for p, _ in kept], llm_free=True, sources=available,
+                           scores=[_score_json(s) for _, s in kept], graph_nodes=len(graph.merged.nodes),
+                           graph_edges=len(graph.merged.edges), candidates=len(paths))
+
+    async def _answer_llm(self, question: str, graph: Graph, topic_nodes: list[int], available: list[str]) -> Result:
+        analysis = await self.analyse(question, graph, topic_nodes)
+        indicator = analysis.indicator or question
+        order = self.reorder(graph, topic_nodes, indicator)
+        selected = await self.select_sources(question, available, analysis)
+        dmax = self.p["max_depth"]
+        history: list[ClusteredPath] = []
+        # initial exploration: the selected sources at D_predict
+        kept, done = await self._phase(question, question, graph, order, min(analysis.depth, dmax), indicator, selected,
+                                       analysis, "initial", exact=True)
+        if done:
+            return done
+        history += [p for p, _ in kept]
+        # refined exploration: a follow-up question and indicator over every available source at D_max
+        topics_text = ", ".join(graph.name(i) for i in order)
+        reply = await self.llm.complete(REFINE_PROMPT + f"\nQ: {question}\nTopic Entity: {topics_text}\n{self.context(analysis)}"
+                                        f"Existing Knowledge Paths:\n{listing(graph, history)}\nA:",
+                                        temperature=EXPLORATION_TEMPERATURE, max_tokens=self.p["max_tokens"])
+        follow = re.search(r"new\s*question\s*:\s*(.+)", reply.text, re.I)
+        new_indicator = parse_question_analysis(reply.text).indicator or indicator
+        kept, done = await self._phase(question, follow.group(1).strip() if follow else question, graph, order, dmax,
+                                       new_indicator, available, analysis, "refined", exact=False)
+        if done:
+            return done
+        history += [p for p, _ in kept]
+        # predicted exploration: LLM-predicted entities joined to the topics
+        predicted = await self._predicted(question, graph, order, history, analysis)
+        kept = await self.prune_evidence(question, indicator, graph, predicted, order, analysis)
+        done = await self._check(question, graph, kept, analysis, "predicted", available)
+        if done:
+            return done
+        history += [p for p, _ in kept]
+        final = await self.prune_evidence(question, indicator, graph, history, order, analysis)
+        answer = await self.generate(question, graph, [p for p, _ in final], analysis)
+        return self._finish(question, graph, answer, final, analysis, "final", available, "")
+
+    async def _phase(self, question: str, ask: str, graph: Graph, order: list[int], depth: int, query: str,
+                     sources: list[str], analysis: QuestionAnalysis, phase: str, *, exact: bool
+                     ) -> tuple[list[tuple[ClusteredPath, CrossScore]], Result | None]:
+        """One exploration phase: structured + unstructured retrieval from `sources`, pruning, the check."""
+        paths = await self.structured(graph, order, depth, query, exact=exact) if "kg" in sources else []
+        paths += await self.unstructured(ask, graph, order, query, sources)
+        kept = await self.prune_evidence(question, query, graph, paths, order, analysis)
+        return kept, await self._check(question, graph, kept, analysis, phase, sources)
+
+    async def _check(self, question: str, graph: Graph, kept: list[tuple[ClusteredPath, CrossScore]],
+                     analysis: QuestionAnalysis, phase: str, sources: list[str]) -> Result | None:
+        if not kept:
+            return None
+        ok, answer, summary = await self.summarize_and_check(question, graph, [p for p, _ in kept], analysis)
+        return self._finish(question, graph, answer, kept, analysis, phase, sources, summary) if ok else None
+
+    def _finish(self, question: str, graph: Graph, answer: str, kept: list[tuple[ClusteredPath, CrossScore]],
+                analysis: QuestionAnalysis, phase: str, sources: list[str], summary: str) -> Result:
+        paths = [p for p, _ in kept]
+        return self.result(question, graph, answer, self.nodes_named(graph, answer, paths), paths, phase=phase,
+                           reasoning=summary, indicator=analysis.indicator, split_questions=analysis.split_questions,
+                           depth=analysis.depth, sources=sources, scores=[_score_json(s) for _, s in kept])
+
+    async def _predicted(self, question: str, graph: Graph, order: list[int], history: list[ClusteredPath],
+                         analysis: QuestionAnalysis) -> list[ClusteredPath]:
+        """Predict exploration: the LLM names likely answers; those found in G_q join the topic list (D_max)."""
+        prompt = (SUPPLEMENT_PROMPT + f"\nQ: {question}\nTopic Entity: {', '.join(graph.name(i) for i in order)}\n"
+                  f"{self.context(analysis)}Existing Knowledge Paths:\n{listing(graph, history)}\nA:")
+        reply = await self.llm.complete(prompt, temperature=EXPLORATION_TEMPERATURE, max_tokens=self.p["max_tokens"])
+        found: list[ClusteredPath] = []
+        for entity, cot in parse_supplement(reply.text):
+            target = await self.locate(graph, entity, exclude=order)
+            if target is None:
+                continue
+            chain = self.reorder(graph, order + [target], cot)
+            found += await self.structured(graph, chain, self.p["max_depth"], cot, exact=False)
+        return found
+
+
+def _score_json(score: CrossScore) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in score.__dict__.items()}
