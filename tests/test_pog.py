@@ -62,7 +62,7 @@ async def test_llm_free_answers_known_questions(kg, cwq, text, answer, mid, rela
     assert result.answer == answer
     assert result.extra["llm_free"] is True and result.cost.get("llm_calls", 0) == 0
     if mid:
-        assert mid in result.answer_ids[:1]
+        assert result.answer_ids == [mid]
         best = result.paths[0]
         assert relation in [e.relation for e in best]
         assert answer in result.path_texts()[0]
@@ -144,5 +144,8 @@ async def test_registry_and_bad_params(kg):
         PoG({"freebase": kg}, NoLLM(), beam=3)
     with pytest.raises(KgfedError, match="strategy"):
         PoG({"freebase": kg}, NoLLM(), strategy="greedy")
+    assert PoG({"freebase": kg}, NoLLM(), width=2, depth=1).p["max_width"] == 2
+    with pytest.raises(KgfedError, match="disagree"):
+        PoG({"freebase": kg}, NoLLM(), depth=1, max_depth=2)
     with pytest.raises(KgfedError, match="no topic entity"):
         await PoG({"freebase": kg}, NoLLM()).answer("Who?", {"freebase": {}, "wikidata": {"Q1": "x"}})

@@ -287,7 +287,7 @@ class HydraRAG(PoG):
                         scores[i] += s.cross
         order = sorted(scores, key=lambda i: (-scores[i], graph.name(i)))
         answer = graph.name(order[0]) if order else ""
-        return self.result(question, graph, answer, order, [p for p, _ in kept], llm_free=True, sources=available,
+        return self.result(question, graph, answer, order[:1], [p for p, _ in kept], llm_free=True, sources=available,
                            scores=[_score_json(s) for _, s in kept], graph_nodes=len(graph.merged.nodes),
                            graph_edges=len(graph.merged.edges), candidates=len(paths))
 

@@ -336,14 +336,23 @@ class PoG(Method):
     selection), `w2`=20 (branch-reduced width of the 3-step strategy), `strategy` one of POG_STRATEGIES
     (paper: "fuzzy+precise"), `relation_width` relations followed per entity while building G_q (None: all),
     `neighbor_limit` neighbours kept per (entity, relation) (None: all), `align` alignment methods between
-    KGs, `expand_phase` run node-expand exploration (True), `supplement_phase` (True), `max_tokens` (256)."""
+    KGs (("p646", "label"); add "sbert" for embedding alignment, ~10x slower on the federation fixture),
+    `expand_phase` run node-expand exploration (True), `supplement_phase` (True), `max_tokens` (256);
+    `width`/`depth` (kgfed ask --width/--depth) mean max_width/max_depth."""
 
     name = "pog"
     DEFAULTS: dict[str, Any] = {"max_width": 3, "max_depth": 3, "w1": 80, "w2": 20, "strategy": "fuzzy+precise",
                                 "relation_width": None, "neighbor_limit": None, "align": ("p646", "label"),
                                 "expand_phase": True, "supplement_phase": True, "max_tokens": 256}
 
+    ALIASES = {"width": "max_width", "depth": "max_depth"}  # kgfed ask/run --width/--depth
+
     def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):
+        for alias, key in self.ALIASES.items():
+            if alias in params:
+                value = params.pop(alias)
+                if params.setdefault(key, value) != value:
+                    raise KgfedError(f"{alias}={value!r} and {key}={params[key]!r} disagree: give one of them")
         unknown = set(params) - set(self.DEFAULTS) - set(getattr(self, "EXTRA_DEFAULTS", {}))
         if unknown:
             raise KgfedError(f"unknown {self.name} parameter(s) {', '.join(sorted(unknown))}: use some of "
@@ -553,7 +562,7 @@ class PoG(Method):
         if best is not None and best not in kept:
             kept = [best] + kept[:-1]
         answer = graph.name(order[0]) if order else ""
-        return self.result(question, graph, answer, order, kept, phase=phase, candidates=len(paths),
+        return self.result(question, graph, answer, order[:1], kept, phase=phase, candidates=len(paths),
                            llm_free=True, graph_nodes=len(graph.merged.nodes), graph_edges=len(graph.merged.edges))
 
     async def _answer_llm(self, question: str, graph: Graph, topic_nodes: list[int]) -> Result:
