@@ -143,9 +143,15 @@ class Embedder:
             vectors = np.asarray(vectors, dtype=np.float32)
             self.stats["encoded"] += len(misses)
             if cache is not None:
+                # First writer wins, and everyone uses the stored vector: a text encoded twice at once (in
+                # batches of other texts, which shifts the last float bits) still gets one vector, so a
+                # warm-cache rerun sees exactly the numbers the cold run used.
                 with cache.transact():
-                    for text, vector in zip(misses, vectors):
-                        cache.set(self._key(text), vector.tobytes())
+                    for i, text in enumerate(misses):
+                        if not cache.add(self._key(text), vectors[i].tobytes()):
+                            stored = cache.get(self._key(text))
+                            if stored is not None:
+                                vectors[i] = np.frombuffer(stored, dtype=np.float32)
             found.update(zip(misses, vectors))
         return np.stack([found[t] for t in texts])
 

@@ -69,3 +69,31 @@ def test_cache_hits_skip_encoding_and_persist(tmp_path):
         assert (second.stats["hits"], second.stats["misses"], second.stats["encoded"]) == (2, 0, 0)
         assert np.array_equal(a[:2], b)
         assert len(cache) == 3 and ("emb", second.model_id, "place of birth") in cache
+
+
+
+def test_a_text_encoded_twice_at_once_gets_the_stored_vector(tmp_path, monkeypatch):
+    """Two embedders miss the same text at once and encode it in different batches: the first stored
+    vector wins and both use it, so a warm rerun sees the cold run's numbers bit for bit."""
+    import numpy as np
+
+    from kgfed.engine import embeddings
+
+    text = "location.location.containedby"
+    store = tmp_path / "emb"
+    first, second = Embedder(cache=store), Embedder(cache=store)
+    real_load = embeddings.load_model
+    raced, started = [], []
+
+    def load_and_race(path=None):  # `second` has missed the text; `first` encodes and stores it meanwhile
+        if not started:
+            started.append(True)
+            raced.append(first.encode_sync([text])[0].copy())
+        return real_load(path)
+
+    monkeypatch.setattr(embeddings, "load_model", load_and_race)
+    batch = second.encode_sync([text, "a much longer sentence that changes the padding of the batch it is encoded in"])
+    assert raced and second.stats["encoded"] == 2 and first.stats["encoded"] == 1
+    assert np.array_equal(batch[0], raced[0])  # the stored vector, bit for bit
+    assert np.array_equal(Embedder(cache=store).encode_sync([text])[0], raced[0])
+    first.close(), second.close()
