@@ -22,15 +22,13 @@ path score, support and name similarity to the question is highest. Parameters: 
 """
 from __future__ import annotations
 
-import copy
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...sparql.dialects import RelationFilter
-from ...sparql.errors import InvalidIdentifier, KgfedError
+from ...sparql.errors import KgfedError
 from ..align import Aligner
 from ..kg import KG
 from ..llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE
@@ -358,7 +356,6 @@ class PoG(Method):
             raise KgfedError(f"unknown {self.name} parameter(s) {', '.join(sorted(unknown))}: use some of "
                              f"{', '.join(sorted({**self.DEFAULTS, **getattr(self, 'EXTRA_DEFAULTS', {})}))}")
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
-        self.kgs = {name: valid_view(kg) for name, kg in self.kgs.items()}
         self.p = {**self.DEFAULTS, **getattr(self, "EXTRA_DEFAULTS", {}), **params}
         for key in ("max_width", "max_depth", "w1", "w2"):
             value = self.p[key]
@@ -721,28 +718,3 @@ def _default():
     from ..embeddings import default_embedder
 
     return default_embedder()
-
-
-# -- KG views ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _ValidRelations(RelationFilter):
-    """The KG's own filter, also dropping relation ids its dialect rejects (e.g. `…Kind_of_symbol` in dumps)."""
-
-    base: RelationFilter = RelationFilter()
-    dialect: Any = None
-
-    def drops(self, relation: str) -> bool:
-        if self.base.drops(relation):
-            return True
-        try:
-            self.dialect.check_relation(relation)
-        except InvalidIdentifier:
-            return True
-        return False
-
-
-def valid_view(kg: KG) -> KG:
-    """A view of `kg` (same endpoint, cache and counters) that never lists relations it could not query."""
-    view = copy.copy(kg)
-    view.dialect = replace(kg.dialect, relation_filter=_ValidRelations(base=kg.dialect.relation_filter, dialect=kg.dialect))
-    return view
