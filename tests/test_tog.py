@@ -1,8 +1,6 @@
 """ToG over the real CWQ and federation fixtures: hand-written recorded replies, odd replies, costs, LLM-free."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from kgfed.endpoints.embedded import EmbeddedEndpoint
@@ -16,6 +14,7 @@ from kgfed.sparql.errors import KgfedError, LLMError
 from kgfed.engine.datasets import load_dataset
 
 from .conftest import CWQ_QUESTIONS, FED_DIR, ROOT, need
+from .replies import assert_llm_cost
 from .recordings.llm.record_tog import BIEBER, GUATEMALA, RATTY, STEELERS
 
 REPLIES = ROOT / "tests" / "recordings" / "llm" / "tog"
@@ -45,19 +44,6 @@ def fed_kgs(fed_stores):
             "wikidata": KG(EmbeddedEndpoint(store=fed_stores["wikidata"]), WIKIDATA, name="wikidata", cache=None)}
 
 
-def recorded_for(question: str) -> list[dict]:
-    """The recorded replies whose prompt asks `question` (each is replayed exactly once per run)."""
-    docs = [json.loads(p.read_text()) for p in REPLIES.glob("*.json")]
-    return [d for d in docs if question in d["prompt"]]
-
-
-def assert_llm_cost(result, question: str) -> None:
-    used = recorded_for(question)
-    assert result.cost["llm_calls"] == len(used)
-    assert result.cost["input_tokens"] == sum(d["input_tokens"] for d in used)
-    assert result.cost["output_tokens"] == sum(d["output_tokens"] for d in used)
-
-
 def test_registry_gives_tog():
     assert get_method("tog") is ToG
 
@@ -73,7 +59,7 @@ async def test_conjunction_answered_at_depth_one_from_both_topics(cwq_kg):
                     ("m.0146np", "m.0345_", "location.administrative_division.country")}
     assert result.extra["stop"] == "sufficient at depth 1"
     # 2 relation prompts + entity scoring of Central America's countries + 1 sufficiency check, all replayed
-    assert_llm_cost(result, GUATEMALA)
+    assert_llm_cost(result, REPLIES, GUATEMALA)
     assert llm.stats["hits"] == result.cost["llm_calls"] and llm.stats["misses"] == 0
     assert result.cost["sparql_queries"] == cwq_kg.stats["queries"] - before > 0
     assert result.cost.get("cache_hits", 0) == 0
@@ -88,7 +74,7 @@ async def test_composition_needs_two_hops(cwq_kg):
         ("american_football.football_team.current_head_coach", "m.0c5f_j", "Mike Tomlin")]
     assert result.extra["depth"] == 2 and result.extra["stop"] == "sufficient at depth 2"
     assert result.path_texts()[0].startswith("2011 AFC Championship Game -[sports.sports_championship_event.champion]-> Pittsburgh Steelers")
-    assert_llm_cost(result, STEELERS)
+    assert_llm_cost(result, REPLIES, STEELERS)
 
 
 async def test_odd_replies_fall_back_and_never_crash(cwq_kg):
@@ -101,7 +87,7 @@ async def test_odd_replies_fall_back_and_never_crash(cwq_kg):
     # the SBERT fallback still walked character -> film -> actor
     walked = [[e.label for e in c] for c in result.paths]
     assert ["Indiana Jones and the Raiders of the Lost Ark", "Harrison Ford"] in walked
-    assert_llm_cost(result, RATTY)
+    assert_llm_cost(result, REPLIES, RATTY)
 
 
 async def test_two_kgs_each_from_its_own_topic(fed_kgs):
@@ -113,7 +99,7 @@ async def test_two_kgs_each_from_its_own_topic(fed_kgs):
     assert by_kg["wikidata"][0].relation == "P27" and by_kg["wikidata"][0].relation_label == "country of citizenship"
     assert by_kg["freebase"][0].relation == "people.person.places_lived|people.place_lived.location"
     assert by_kg["freebase"][0].via  # crossed the places_lived CVT
-    assert_llm_cost(result, BIEBER)
+    assert_llm_cost(result, REPLIES, BIEBER)
 
 
 async def test_unrecorded_prompt_is_a_clear_error(cwq_kg):

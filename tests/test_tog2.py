@@ -1,8 +1,6 @@
 """ToG-2 end to end: demo KG + demo extracts and an AdvHotpotQA question with its paragraphs; replay and LLM-free."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from kgfed.endpoints.embedded import EmbeddedEndpoint
@@ -16,6 +14,7 @@ from kgfed.sparql.dialects import WIKIDATA
 from kgfed.sparql.errors import KgfedError
 
 from .conftest import FED_DIR, ROOT, SHARED, need
+from .replies import assert_llm_cost
 from .recordings.llm.record_tog import ADAMS, DEMO_NT, EINSTEIN, ROVELLI
 
 REPLIES = ROOT / "tests" / "recordings" / "llm" / "tog2"
@@ -42,18 +41,6 @@ def embedder(tmp_path):
     return Embedder(tmp_path / "emb")
 
 
-def recorded_for(question: str) -> list[dict]:
-    docs = [json.loads(p.read_text()) for p in REPLIES.glob("*.json")]
-    return [d for d in docs if question in d["prompt"]]
-
-
-def assert_llm_cost(result, question: str) -> None:
-    used = recorded_for(question)
-    assert result.cost["llm_calls"] == len(used)
-    assert result.cost["input_tokens"] == sum(d["input_tokens"] for d in used)
-    assert result.cost["output_tokens"] == sum(d["output_tokens"] for d in used)
-
-
 def test_registry_and_prompt_shape():
     assert get_method("tog2") is ToG2
     prompt = tog2_reasoning_prompt("Q?", "", [([("A", "r", "B")], ["B is a town."]), ((), ["Other text."])])
@@ -77,7 +64,7 @@ async def test_text_then_kg_then_answer(demo_kg):
     assert scores["Douglas Adams -[educated at]-> University of Cambridge"] > 100 * scores["Douglas Adams -[educated at]-> St John's College"]
     assert [p["title"] for p in result.extra["passages"]] == ["University of Cambridge"]
     assert "Its alumni include Charles Darwin, Douglas Adams" in result.extra["passages"][0]["text"]
-    assert_llm_cost(result, ADAMS)
+    assert_llm_cost(result, REPLIES, ADAMS)
     assert result.cost["sparql_queries"] > 0
 
 
@@ -89,7 +76,7 @@ async def test_odd_replies_and_the_fallback_answer(demo_kg):
     assert result.extra["stop"] == "depth 1 reached; answered without the graph"
     assert [(e.relation, e.label) for e in result.paths[0]] == [("P20", "Princeton")]
     assert "clues" not in result.extra  # nothing braced in the odd replies
-    assert_llm_cost(result, EINSTEIN)
+    assert_llm_cost(result, REPLIES, EINSTEIN)
 
 
 async def test_advhotpotqa_question_with_its_paragraphs(tmp_path):
@@ -104,7 +91,7 @@ async def test_advhotpotqa_question_with_its_paragraphs(tmp_path):
     assert {p[0].origin for p in result.paths} == {"Q38", "Q142"}  # Italy and France, explored in the KG
     titles = {p["title"] for p in result.extra["passages"]}
     assert "Seven Brief Lessons on Physics" in titles or not result.extra["passages"]
-    assert_llm_cost(result, ROVELLI)
+    assert_llm_cost(result, REPLIES, ROVELLI)
 
 
 async def test_llm_free_uses_context_scores(demo_kg, embedder):
