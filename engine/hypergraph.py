@@ -346,7 +346,7 @@ async def grow(hg: Hypergraph, kgs: Mapping[str, KG], nodes: Iterable[int], *, w
     try:
         merged = [await expand(dict(seeds), kgs, hops=1, width=width, limit=limit, scorer=scorer, aligner=aligner)]
     except InvalidIdentifier:
-        # an id its KG refuses (or a relation id its dialect refuses): expand the seeds one by one and
+        # an id its KG refuses: expand the seeds one by one and
         # leave out only the ones whose neighbourhood cannot be asked for
         merged = []
         for kg, ids in seeds.items():

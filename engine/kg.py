@@ -135,7 +135,10 @@ class KG:
         return (await self.relations_many([entity], direction))[entity]
 
     async def relations_many(self, entities: Sequence[str], direction: str = "both") -> dict[str, list[Relation]]:
-        """Relations of a beam of entities, one query per batch and direction, split back per entity."""
+        """Relations of a beam of entities, one query per batch and direction, split back per entity.
+
+        Only relations `neighbors` can ask about are listed, so every one can be followed.
+        """
         entities = list(dict.fromkeys(self.dialect.check_entity(e) for e in entities))
         directions = self._directions(direction)
         jobs = [(d, batch) for d in directions for batch in _chunks(entities, self.batch_size)]
@@ -148,7 +151,7 @@ class KG:
                 rel = self._short(row["r"])
                 if "r2" in row:
                     rel = f"{rel}{COMPOUND_SEP}{self._short(row['r2'])}"
-                if self.dialect.relation_filter.drops(rel):
+                if self.dialect.relation_filter.drops(rel) or not self._queryable(rel):
                     continue
                 label = row["rlabel"].value if "rlabel" in row else None
                 if label:
@@ -156,6 +159,14 @@ class KG:
                 entity = self._short(row["e"])
                 found.setdefault(entity, {}).setdefault((rel, d), Relation(self.name, entity, rel, d, label))
         return {e: list(found.get(e, {}).values()) for e in entities}
+
+    def _queryable(self, relation: str) -> bool:
+        """Whether `neighbors` could ask about this relation (a dump may hold ids the dialect refuses)."""
+        try:
+            self.dialect.check_relation(relation)
+        except InvalidIdentifier:
+            return False
+        return True
 
     def _relations_query(self, batch: Sequence[str], direction: str) -> str:
         if isinstance(self.dialect, FreebaseDialect):

@@ -171,3 +171,19 @@ async def test_cache_answers_repeat_queries(tmp_path):
 
         with pytest.raises(OfflineMiss, match="--offline"):
             await kg.relations("Q350")
+
+
+async def test_relations_list_only_what_neighbors_can_follow(tmp_path):
+    """A dump may hold a relation id the dialect refuses (here with a hyphen): it is not listed, so a
+    method following every listed relation never meets an InvalidIdentifier; the capitalised real id is."""
+    ns = "http://rdf.freebase.com/ns/"
+    data = tmp_path / "fb.nt"
+    data.write_text(
+        f'<{ns}m.0a> <{ns}location.location_symbol_relationship.Kind_of_symbol> <{ns}m.0b> .\n'
+        f'<{ns}m.0a> <{ns}odd.relation-with.hyphen> <{ns}m.0c> .\n'
+        f'<{ns}m.0b> <{ns}type.object.name> "B"@en .\n')
+    async with KG.open(f"file:{data}", dialect="freebase", cache=False) as kg:
+        rels = await kg.relations("m.0a", "out")
+        assert [r.relation for r in rels] == ["location.location_symbol_relationship.Kind_of_symbol"]
+        edges = await kg.neighbors_many([("m.0a", r.relation, r.direction) for r in rels])
+        assert [e.entity for es in edges.values() for e in es] == ["m.0b"]

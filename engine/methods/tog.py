@@ -45,9 +45,8 @@ from ..pruning import METHODS, relation_text, score_entities, score_relations
 from ..prompts import (
     TOG_SYSTEM, extract_answer, parse_sufficient, tog_answer_prompt, tog_evaluate_prompt, tog_generate_directly_prompt,
 )
-from .base import Method, Result, Topics, render_path
+from .base import UNNAMED, Method, Result, Topics, render_path
 
-UNNAMED = "UnName_Entity"  # ToG's name for a nameless node
 
 
 @dataclass(frozen=True)
@@ -126,15 +125,6 @@ def edge_triple(edge: Edge) -> tuple[str, str, str]:
 
 def _is_wiki(kg: KG) -> bool:
     return kg.dialect.name == "wikidata"
-
-
-def _valid_relation(kg: KG, relation: str) -> bool:
-    """Whether the dialect accepts the relation id back in a query (a few Freebase ids have capitals)."""
-    try:
-        kg.dialect.check_relation(relation)
-    except InvalidIdentifier:
-        return False
-    return True
 
 
 class _Tap:
@@ -243,7 +233,7 @@ class ToG(Method):
         options: dict[str, list[tuple[str, str]]] = {}
         kg = self.kgs[chain.kg]
         for rel in relations:
-            if rel.relation in used or not _valid_relation(kg, rel.relation):
+            if rel.relation in used:
                 continue
             shown = rel.label if _is_wiki(kg) and rel.label else rel.relation
             options.setdefault(shown, []).append((rel.relation, rel.direction))
