@@ -105,7 +105,7 @@ async def test_recorded_search_reports_hits_total_and_continuation(name, limit):
 async def test_answers_are_cached_by_url_and_params_then_served_offline(tmp_path):
     cache = JsonCache(tmp_path / "wiki")
     async with source(cache=cache) as wiki:
-        with recording(API / EXTRACT_CASSETTES[0]) as cassette:
+        with recording(need(API / EXTRACT_CASSETTES[0])) as cassette:
             first = await wiki.pages([PYTHON])
             again = await wiki.pages([PYTHON])
     assert cassette.play_count == 1 and len(cache) == 1 and first == again
@@ -137,7 +137,10 @@ def answer(pages: dict, **extra) -> dict:
     return {"batchcomplete": "", "query": {"pages": pages, **extra}}
 
 
-MAXLAG = json.loads(need(HTTP_DIR / "wikidata-api" / "error-maxlag.json").read_text()) if (HTTP_DIR / "wikidata-api").exists() else {}
+@pytest.fixture
+def maxlag() -> dict:
+    """The real recorded MediaWiki maxlag error body (skips when the shared recordings are absent)."""
+    return json.loads(need(HTTP_DIR / "wikidata-api" / "error-maxlag.json").read_text())
 DOUGLAS = answer({"8091": {"pageid": 8091, "ns": 0, "title": "Douglas Adams", "extract": "Douglas Adams was an English author."}})
 
 
@@ -158,9 +161,9 @@ async def test_identical_requests_in_flight_are_sent_once(server):
     assert first == second and first["Douglas Adams"].text and len(server.seen) == 1
 
 
-async def test_maxlag_error_body_waits_retry_after_then_retries(server, tmp_path):
-    assert MAXLAG["error"]["code"] == "maxlag"
-    server.script = [hf.ok(MAXLAG, headers={"Retry-After": "1"}), hf.ok(DOUGLAS)]
+async def test_maxlag_error_body_waits_retry_after_then_retries(server, tmp_path, maxlag):
+    assert maxlag["error"]["code"] == "maxlag"
+    server.script = [hf.ok(maxlag, headers={"Retry-After": "1"}), hf.ok(DOUGLAS)]
     cache = JsonCache(tmp_path / "wiki")
     started = time.monotonic()
     async with local(server, cache=cache) as wiki:
@@ -169,8 +172,8 @@ async def test_maxlag_error_body_waits_retry_after_then_retries(server, tmp_path
     assert page.text and len(cache) == 1  # the answer is cached, the lag error was not
 
 
-async def test_persistent_maxlag_is_an_explained_page_and_a_rate_limit(server):
-    server.script = [hf.ok(MAXLAG, headers={"Retry-After": "0"})]
+async def test_persistent_maxlag_is_an_explained_page_and_a_rate_limit(server, maxlag):
+    server.script = [hf.ok(maxlag, headers={"Retry-After": "0"})]
     async with local(server, lag_retries=2) as wiki:
         page = (await wiki.pages(["Douglas Adams"]))["Douglas Adams"]
         assert page.error and page.text is None and "maxlag=5" in page.reason and "lagged" in page.reason
