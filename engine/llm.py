@@ -32,7 +32,7 @@ PRUNING_TEMPERATURE = 0.0
 ANSWER_TEMPERATURE = 0.0
 DEFAULT_MAX_TOKENS = 256  # ToG's --max_length
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
-SPEC_HELP = "use anthropic[:MODEL], openai:URL[#MODEL], replay:DIR, record:DIR:SPEC or none"
+SPEC_HELP = "use anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC or none"
 
 
 @dataclass(frozen=True)
@@ -82,9 +82,14 @@ class LLM(ABC):
         self.usage = Usage()
 
     async def complete(self, prompt: str, *, temperature: float, max_tokens: int = DEFAULT_MAX_TOKENS,
-                       system: str | None = None) -> Completion:
-        """Send one user prompt (plus an optional system message) and return the reply."""
-        completion = await self._complete(prompt, temperature=float(temperature), max_tokens=max_tokens, system=system)
+                       system: str | None = None, stop: list[str] | None = None) -> Completion:
+        """Send one user prompt (plus an optional system message) and return the reply.
+
+        `stop` sequences end the reply early (a small model otherwise invents the next "Q: ..." and
+        runs to `max_tokens`); providers that take none ignore it, and it is passed on only when given.
+        """
+        extra = {"stop": list(stop)} if stop else {}
+        completion = await self._complete(prompt, temperature=float(temperature), max_tokens=max_tokens, system=system, **extra)
         self.usage.add(completion)
         charge("llm_calls")
         charge("input_tokens", completion.input_tokens)
@@ -114,7 +119,7 @@ class NoLLM(LLM):
     name = "none"
     available = False
 
-    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None) -> Completion:
+    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None, **_) -> Completion:
         raise LLMError("this step needs an LLM but none is configured (--llm none): "
                        "pass --llm anthropic, openai:URL[#MODEL] or replay:DIR, or use an LLM-free method (sbert/bm25)")
 
@@ -145,12 +150,15 @@ class AnthropicLLM(LLM):
         self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
         self.send_temperature = send_temperature
 
-    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None) -> Completion:
+    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None,
+                        stop: list[str] | None = None) -> Completion:
         sdk = self._sdk
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens,
                                   "messages": [{"role": "user", "content": prompt}]}
         if system:
             kwargs["system"] = system
+        if stop:
+            kwargs["stop_sequences"] = list(stop)
         if self.send_temperature:
             kwargs["extra_body"] = {"temperature": temperature}
         try:
@@ -231,9 +239,12 @@ class OpenAICompatibleLLM(LLM):
                 self.model = models[0]
         return self.model
 
-    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None) -> Completion:
+    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None,
+                        stop: list[str] | None = None) -> Completion:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
         body = {"model": await self.resolve_model(), "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
+        if stop:
+            body["stop"] = list(stop)
         reply = await self._call("POST", "/chat/completions", body)
         try:
             text = reply["choices"][0]["message"].get("content") or ""
@@ -249,10 +260,15 @@ class OpenAICompatibleLLM(LLM):
             self._client = None
 
 
-def prompt_key(prompt: str, *, system: str | None, temperature: float) -> str:
-    """sha256 naming a recorded reply: the prompt, system message and temperature (not the model)."""
-    payload = json.dumps({"prompt": prompt, "system": system, "temperature": float(temperature)},
-                         sort_keys=True, ensure_ascii=False)
+def prompt_key(prompt: str, *, system: str | None, temperature: float, stop: list[str] | None = None) -> str:
+    """sha256 naming a recorded reply: the prompt, system message, temperature and stop sequences (not the model).
+
+    Stop sequences enter the key only when given, so recordings made without them keep their names.
+    """
+    fields: dict[str, Any] = {"prompt": prompt, "system": system, "temperature": float(temperature)}
+    if stop:
+        fields["stop"] = list(stop)
+    payload = json.dumps(fields, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -283,8 +299,9 @@ class ReplayLLM(LLM):
     def path_for(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 
-    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None) -> Completion:
-        key = prompt_key(prompt, system=system, temperature=temperature)
+    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None,
+                        stop: list[str] | None = None) -> Completion:
+        key = prompt_key(prompt, system=system, temperature=temperature, stop=stop)
         path = self.path_for(key)
         if path.is_file():
             self.stats["hits"] += 1
@@ -293,8 +310,9 @@ class ReplayLLM(LLM):
         if self.inner is None:
             raise LLMError(f"no recorded LLM reply for prompt {key} in {self.directory}: record it with "
                            f"--llm record:{self.directory}:<provider spec> (e.g. record:{self.directory}:anthropic)")
-        completion = await self.inner._complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system)
-        record = {"key": key, "prompt": prompt, "system": system, "temperature": temperature, "max_tokens": max_tokens,
+        extra = {"stop": list(stop)} if stop else {}
+        completion = await self.inner._complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system, **extra)
+        record = {"key": key, "prompt": prompt, "system": system, "temperature": temperature, "max_tokens": max_tokens, **extra,
                   "provider": self.inner.name, "model": self.inner.model, "text": completion.text,
                   "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens}
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -317,7 +335,7 @@ def _read_recording(path: Path) -> Completion:
 
 
 def make_llm(spec: str | None) -> LLM:
-    """Build a provider from a CLI spec: anthropic[:MODEL], openai:URL[#MODEL], replay:DIR, record:DIR:SPEC, none."""
+    """Build a provider from a CLI spec: anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC, none."""
     spec = (spec or "none").strip()
     kind, _, rest = spec.partition(":")
     kind = kind.lower()
@@ -328,6 +346,10 @@ def make_llm(spec: str | None) -> LLM:
     if kind == "openai" and rest:
         url, _, model = rest.partition("#")
         return OpenAICompatibleLLM(url, model or None)
+    if kind == "local" and rest:
+        from .local_llm import LocalLLM
+
+        return LocalLLM(rest)
     if kind == "replay" and rest:
         return ReplayLLM(rest)
     if kind == "record":
