@@ -1,7 +1,11 @@
 """The `kgfed` command line: 1-hop lookups, raw queries, and the commands other modules register.
 
 Every command exits 0 on success and 2 with one line `kgfed: error: …` on bad input or a failing
-source. Heavy libraries (torch, sentence-transformers) are imported only by commands that need them.
+source (argument errors too: `KgfedParser.error` prints one line, not argparse's usage block). Every
+numeric option is checked when parsed (`_check_numbers` gives each int/float option a range), so a
+`--concurrency 0` or `--timeout 0` is refused up front instead of hanging. Tables go to a terminal
+as rich tables and to a pipe as tab-separated lines that never cut an id; a closed pipe (`| head`)
+ends quietly. Heavy libraries (torch, sentence-transformers) are imported only by commands that need them.
 """
 from __future__ import annotations
 
@@ -39,9 +43,88 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", metavar="CASSETTE", help="record HTTP to a vcrpy cassette (replayed when it exists)")
     parser.add_argument("--replay", metavar="CASSETTE", help="replay HTTP from a vcrpy cassette only (never the network)")
     parser.add_argument("--user-agent", help="User-Agent for HTTP (Wikimedia asks for contact info)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="per-request timeout in seconds (default 60)")
-    parser.add_argument("--concurrency", type=int, help="max parallel requests per host (WDQS default 5)")
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="per-request timeout in seconds (default 60)")
+    parser.add_argument("--concurrency", type=positive_int, help="max parallel requests per host (WDQS default 5)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+# -- numeric options: checked when parsed ----------------------------------------------------------
+def _number(kind: type, text: str, low: float | None, high: float | None, low_open: bool = False):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'a whole number' if kind is int else 'a number'}, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    if low is not None and (value <= low if low_open else value < low) or high is not None and value > high:
+        bounds = (f"> {low:g}" if low_open else f">= {low:g}") if high is None else f"between {low:g} and {high:g}"
+        raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    return _number(int, text, 1, None)
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type: a whole number >= 0 (options where 0 means none/all)."""
+    return _number(int, text, 0, None)
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (timeouts)."""
+    return _number(float, text, 0, None, low_open=True)
+
+
+def fraction(text: str) -> float:
+    """argparse type: a number between 0 and 1 (similarity thresholds and margins)."""
+    return _number(float, text, 0, 1)
+
+
+def port(text: str) -> int:
+    """argparse type: a TCP port 1-65535."""
+    return _number(int, text, 1, 65535)
+
+
+# Options whose 0 means something (none / all / omit); every other int option must be >= 1.
+ZERO_ALLOWED = {"--maxlag", "--overlap", "--seed", "--query-timeout"}
+FRACTIONS = {"--threshold", "--margin", "--align-relations"}
+PORTS = {"--port", "--isql-port"}
+
+
+def _range_for(action: argparse.Action):
+    """The checked type of a numeric option (None when it has none or already has a checked one)."""
+    if action.type not in (int, float):
+        return None
+    names = set(action.option_strings)
+    if names & PORTS:
+        return port
+    if action.type is float:
+        return fraction if names & FRACTIONS else positive_float
+    if names & ZERO_ALLOWED or "0 =" in (action.help or "") or "0 to" in (action.help or ""):
+        return nonnegative_int
+    return positive_int
+
+
+def _check_numbers(parser: argparse.ArgumentParser) -> None:
+    """Give every plain int/float option of every sub-command a range (modules register `type=int`)."""
+    for action in parser._actions:
+        checked = _range_for(action)
+        if checked is not None:
+            action.type = checked
+        for sub in getattr(action, "choices", None) or {}:
+            if isinstance(action.choices, dict) and isinstance(action.choices[sub], argparse.ArgumentParser):
+                _check_numbers(action.choices[sub])
+
+
+class KgfedParser(argparse.ArgumentParser):
+    """argparse with one-line errors: `kgfed: error: COMMAND: problem (see kgfed COMMAND --help)`, exit 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        where = self.prog.removeprefix("kgfed").strip()
+        prefix = f"{where}: " if where else ""
+        self.exit(2, f"kgfed: error: {prefix}{message.splitlines()[0]} (see {self.prog} --help)\n")
 
 
 def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | None = None, name: str | None = None):
@@ -62,19 +145,50 @@ def emit(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list[str
     """Rows as a JSON array (--json) or a readable table."""
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
-        return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    elif not sys.stdout.isatty():  # a pipe or file: tab-separated, nothing cut or wrapped
+        cell = lambda v: "" if v is None else str(v).replace("\t", " ").replace("\n", " ")  # noqa: E731
+        print("\t".join(columns))
+        for row in rows:
+            print("\t".join(cell(row.get(c)) for c in columns))
+    else:
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.table import Table
 
-    table = Table(title=title or None, show_lines=False)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(escape("" if row.get(c) is None else str(row.get(c))) for c in columns))
-    Console().print(table)
-    if not rows:
-        print("(no results)", file=sys.stderr)
+        table = Table(title=title or None, show_lines=False)
+        for column in columns:
+            table.add_column(column, overflow="fold")  # wrap long ids, never cut them with "…"
+        for row in rows:
+            table.add_row(*(escape("" if row.get(c) is None else str(row.get(c))) for c in columns))
+        Console().print(table)
+    if not rows and not getattr(args, "warned", False):
+        print(f"kgfed: warning: no results{empty_hint(args)}", file=sys.stderr)
+
+
+def empty_hint(args: argparse.Namespace) -> str:
+    """Why a lookup may have found nothing: the dialect of a file that disagrees with --dialect, else
+    the usual suspects (an id the KG does not hold, a dialect the KG does not speak)."""
+    spec, dialect = getattr(args, "endpoint", None), getattr(args, "dialect", None)
+    if isinstance(spec, str) and spec.startswith("file:") and dialect:
+        from ..endpoints.profiles import sniff_dialect
+
+        try:
+            sniffed = sniff_dialect(spec[5:].split(",")[0])
+        except OSError:
+            sniffed = None
+        if sniffed is not None and sniffed.name != dialect:
+            return f": {spec[5:]} holds {sniffed.name} IRIs but --dialect is {dialect} (drop --dialect or use --dialect {sniffed.name})"
+    if getattr(args, "command", None) in ("relations", "neighbors", "labels"):
+        return ": the id is not in this KG (check its spelling) or the KG speaks another --dialect"
+    return ""
+
+
+def warn_unknown(args: argparse.Namespace, ids: list[str], what: str, kg_name: str) -> None:
+    """One stderr warning naming the ids a lookup found nothing for (unknown ids never pass silently)."""
+    if ids:
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        print(f"kgfed: warning: no {what} for {shown} in {kg_name}{empty_hint(args) or ': unknown id'}", file=sys.stderr)
+        args.warned = True
 
 
 # -- commands --------------------------------------------------------------------------------------
@@ -82,6 +196,7 @@ async def cmd_relations(args) -> int:
     async with open_kg(args) as kg:
         found = await kg.relations_many(args.entities, args.direction)
     rows = [r.to_json() for rels in found.values() for r in rels]
+    warn_unknown(args, [e for e in dict.fromkeys(args.entities) if not found.get(e)], "relations", kg.name)
     emit(args, rows, ["entity", "direction", "relation", "label"], f"relations ({kg.name})")
     return 0
 
@@ -98,6 +213,7 @@ async def cmd_labels(args) -> int:
     async with open_kg(args) as kg:
         labels = await kg.labels(args.ids)
     rows = [label.to_json() for label in labels.values()]
+    warn_unknown(args, [i for i in labels if not (labels[i].label or labels[i].description)], "label", kg.name)
     for row in rows:
         row["aliases"] = ", ".join(row["aliases"]) if not args.json else row["aliases"]
     emit(args, rows, ["id", "label", "description", "aliases"])
@@ -144,7 +260,8 @@ async def cmd_demo(args) -> int:
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
-    parser = argparse.ArgumentParser(prog="kgfed", description="Async, cached, federated 1-hop SPARQL for KG reasoning.")
+    parser = KgfedParser(prog="kgfed", description="Async, cached, federated 1-hop SPARQL for KG reasoning.")
+    parser.add_argument("--version", action="version", version=f"kgfed {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     handlers: dict[str, Handler] = {}
 
@@ -162,7 +279,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     p.add_argument("entity")
     p.add_argument("relation", help="P69 / people.person.nationality / r1|r2 (through a CVT)")
     p.add_argument("--direction", choices=["out", "in"], default="out")
-    p.add_argument("--limit", type=int)
+    p.add_argument("--limit", type=int, help="at most N neighbours")
     add_source_options(p)
 
     p = command("labels", cmd_labels, "labels, descriptions and aliases of ids")
@@ -171,13 +288,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
 
     p = command("search", cmd_search, "entities by label")
     p.add_argument("text")
-    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--limit", type=int, default=10, help="at most N hits (default 10)")
     p.add_argument("--mode", choices=["exact", "contains", "mwapi"], help="default: mwapi on WDQS, exact elsewhere")
     add_source_options(p)
 
     p = command("query", cmd_query, "run a SPARQL SELECT/ASK")
     p.add_argument("sparql", nargs="?")
-    p.add_argument("--file", "-f", help="read the query from a file")
+    p.add_argument("--file", help="read the query from a file")
     p.add_argument("--rewrite", action="store_true", help="rewrite Virtuoso-dialect gold SPARQL for standard engines")
     add_source_options(p)
 
@@ -186,7 +303,17 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
 
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name, __package__).register(command, add_source_options, add_cache_options)
+    _check_numbers(parser)
     return parser, handlers
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kgfed")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def _recording_context(args: argparse.Namespace):
@@ -204,6 +331,22 @@ def _recording_context(args: argparse.Namespace):
     return recording(cassette, "once" if not Path(cassette).exists() else "new_episodes")
 
 
+def _quiet_stdout() -> None:
+    """After a closed pipe (`kgfed … | head`): send the rest of stdout nowhere, so exiting prints nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (pytest's capture)
+        pass
+
+
+def _hint(args: argparse.Namespace, message: str) -> str:
+    """A fix the error itself cannot know: raw CWQ/WebQSP gold SPARQL needs --rewrite off Virtuoso."""
+    if getattr(args, "command", None) == "query" and not getattr(args, "rewrite", True) and "rejected the query" in message:
+        return message + " (CWQ/WebQSP gold SPARQL is Virtuoso's dialect: add --rewrite to run it on other engines)"
+    return message
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     parser, handlers = build_parser()
@@ -214,11 +357,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _recording_context(args):
             return asyncio.run(handlers[args.command](args))
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
     except KgfedError as exc:
-        print(f"kgfed: error: {exc}", file=sys.stderr)
+        print(f"kgfed: error: {_hint(args, str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("kgfed: interrupted", file=sys.stderr)
+        if not getattr(args, "interrupt_reported", False):
+            print("kgfed: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # vcrpy's replay miss and other library errors: one line, never a traceback
         name = exc.__class__.__name__

@@ -1,7 +1,7 @@
 """`kgfed run`: a KBQA method over a whole question file, and `kgfed eval` (the issue's name for `evaluate`).
 
     kgfed run cwq-subgraph --method tog --kg freebase --endpoint freebase=file:cwq_subgraph.nt \\
-        --llm none --out preds.jsonl --limit 100 --concurrency 8
+        --llm none --out preds.jsonl --limit 100 --in-flight 8
     kgfed eval preds.jsonl --dataset cwq --gold ../shared/data/freebase/cwq_questions.jsonl
 
 See docs/harness.md: output formats (tog, tog-json, tog2), resuming, the cost sidecar, --workers, --ray.
@@ -37,15 +37,14 @@ def register(command, add_source_options, add_cache_options) -> None:
     add_method_options(p)
     add_kg_options(p)
     add_cache_options(p)
-    # `--concurrency` here is questions in flight; the per-host HTTP cap moves to --http-concurrency.
-    in_flight = next(a for a in p._actions if "--concurrency" in a.option_strings)
-    in_flight.dest, in_flight.default, in_flight.help = "in_flight", 8, "questions in flight per worker (default 8)"
-    p.add_argument("--http-concurrency", dest="concurrency", type=int, help="max parallel requests per host (WDQS default 5)")
+    # `--concurrency` keeps its meaning of every command (requests per host); questions in flight is its own option.
+    p.add_argument("--in-flight", type=int, default=8, help="questions answered at once per worker (default 8)")
 
     p = command("eval", cmd_eval, "score predictions (ToG's Hits@1 rule and a strict score); alias of evaluate")
     p.add_argument("predictions", help="the method's output file")
-    p.add_argument("--dataset", "-d", help="dataset name (cwq, webqsp, …): its rule, and its shared file without --gold")
-    p.add_argument("--gold", "-g", help="question file with the gold answers (default: the shared file of --dataset)")
+    p.add_argument("--dataset", "-d", help="dataset name (cwq, webqsp, …): its scoring rule, and its shared file without --gold")
+    p.add_argument("--gold", "-g", help="question file the run used, with the gold answers (default: the shared file of "
+                                        "--dataset, which must then cover every question)")
     p.add_argument("--format", "-f", choices=FORMATS, default="tog", help="tog: JSONL, tog-json: JSON list, tog2: `answer`")
     p.add_argument("--compare", metavar="PREDICTIONS_B", help="a second prediction file to compare with")
     p.add_argument("--compare-format", choices=FORMATS, help="format of the --compare file (default: --format)")
@@ -56,8 +55,9 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluate import cmd_evaluate
 
     if not args.gold and not args.dataset:
-        raise KgfedError("no gold answers: give --dataset NAME (its shared file) or --gold FILE")
+        raise KgfedError("no gold answers: give --gold FILE (the question file the run used) or --dataset NAME")
     args.questions = args.gold or args.dataset
+    args.gold_implied = not args.gold  # the shared file stands in: it must be the one the run used
     return await cmd_evaluate(args)
 
 
@@ -89,9 +89,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
         print(report_text(summary))
     if summary["failed"]:
         first = next(iter(summary["failures"].items()))
-        print(f"kgfed: {summary['failed']} question(s) failed and were not written (first: {first[0]}: {first[1]}); "
+        print(f"kgfed: error: {summary['failed']} question(s) failed and were not written (first: {first[0]}: {first[1]}); "
               "run again to retry them", file=sys.stderr)
-    return 0 if summary["answered"] or not summary["failed"] else 1
+    return 1 if summary["failed"] else 0
 
 
 def report_text(s: dict) -> str:

@@ -8,6 +8,10 @@ the brace step. That rule is generous: an empty answer ("{}") is inside every go
 gold alias like "en" is inside most answers. The strict score asks for an exact match after
 normalisation (case, punctuation, articles, whitespace) and never credits an empty answer.
 
+A ToG answer `{NULL}` (the model, or kgfed for a method that found nothing, saying "no answer") is
+what ToG's eval.py skips: it stays in the denominator but is scored neither right nor wrong; kgfed
+counts it as not right under both rules and reports how many there were (`null`) beside the scores.
+
     predictions = read_predictions("ToG_cwq.jsonl", "tog")
     report = evaluate(predictions, load_dataset("cwq"), "cwq")
     report.to_json()   # {"hits@1": ..., "strict": ..., "n": ..., "per_type": ..., ...}
@@ -27,6 +31,7 @@ from ..sparql.errors import DatasetError
 from .datasets import Question, canonical_dataset, gold_answers, load_dataset, read_records
 
 FORMATS = ("tog", "tog-json", "tog2")
+NULL_ANSWER = "NULL"  # ToG's "no answer": `{NULL}` in `results` (eval.py: in the denominator, never right)
 # The prediction field holding the model's output, per format.
 _OUTPUT_FIELD = {"tog": "results", "tog-json": "results", "tog2": "answer"}
 # Where a prediction record keeps its question: ToG writes "question"; ToG-2's eval can be told
@@ -98,6 +103,11 @@ class Prediction:
     def answer(self) -> str:
         """The text that is scored."""
         return self.raw if self.format == "tog2" else extract_answer(self.raw)
+
+    @property
+    def null(self) -> bool:
+        """ToG's "no answer": a `results` whose braces hold exactly NULL (eval.py scores it neither way)."""
+        return self.format != "tog2" and "{" in self.raw and self.answer == NULL_ANSWER
 
 
 def _check_format(fmt: str) -> str:
@@ -181,6 +191,7 @@ class Outcome:
     answer: str
     tog: bool
     strict: bool
+    null: bool = False  # `{NULL}`: counted in n, right under neither rule
 
 
 def _rate(hits: int, n: int) -> float:
@@ -191,7 +202,8 @@ def _scores(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     n = len(outcomes)
     tog = sum(o.tog for o in outcomes)
     strict = sum(o.strict for o in outcomes)
-    return {"n": n, "hits@1": _rate(tog, n), "strict": _rate(strict, n), "hits": tog, "strict_hits": strict}
+    return {"n": n, "hits@1": _rate(tog, n), "strict": _rate(strict, n), "hits": tog, "strict_hits": strict,
+            "null": sum(o.null for o in outcomes)}
 
 
 @dataclass
@@ -288,6 +300,9 @@ def evaluate(predictions: Sequence[Prediction], questions: Sequence[Question], d
         used.append(prediction)
         golds = gold_answers(question, name)
         text = _scored_text(prediction, name)
+        if prediction.null:  # ToG's eval.py: neither right nor wrong, still in the denominator
+            outcomes.append(Outcome(question.id, question.type, text, False, False, null=True))
+            continue
         outcomes.append(Outcome(question.id, question.type, text, tog_match(text, golds),
                                 strict_match(text, golds + question.aliases)))
     missing = [q.id for q in questions if q.id not in seen]
@@ -318,19 +333,34 @@ def compare(report_a: Report, report_b: Report) -> dict[str, Any]:
 
 # -- command line ----------------------------------------------------------------------------------
 def _summary(report: Report) -> str:
+    nulls = sum(o.null for o in report.outcomes)
     lines = [f"{report.dataset}: n={report.n}  Hits@1 (ToG rule)={report.hits_at_1:.4f}  strict={report.strict:.4f}  "
-             f"disagreements={len(report.disagreements)}  missing={len(report.missing)}"]
-    lines += [f"  {t}: n={s['n']}  Hits@1={s['hits@1']:.4f}  strict={s['strict']:.4f}" for t, s in report.per_type().items()]
+             f"null={nulls}  disagreements={len(report.disagreements)}  missing={len(report.missing)}"]
+    lines += [f"  {t}: n={s['n']}  Hits@1={s['hits@1']:.4f}  strict={s['strict']:.4f}" + (f"  null={s['null']}" if s["null"] else "")
+              for t, s in report.per_type().items()]
     if report.cost:
         lines.append("  cost: " + ", ".join(f"{k}={v:g}" for k, v in sorted(report.cost.items())))
     return "\n".join(lines)
 
 
+def read_nonempty(path: str | Path, fmt: str) -> list[Prediction]:
+    """`read_predictions`, refusing a file with no records (its score would be a meaningless 0)."""
+    predictions = read_predictions(path, fmt)
+    if not predictions:
+        raise DatasetError(f"{path} holds no predictions: score the output of a run that answered something")
+    return predictions
+
+
 async def cmd_evaluate(args: argparse.Namespace) -> int:
     questions = load_dataset(args.questions, args.dataset)
-    report = evaluate(read_predictions(args.predictions, args.format), questions, args.dataset)
+    report = evaluate(read_nonempty(args.predictions, args.format), questions, args.dataset)
+    if getattr(args, "gold_implied", False) and report.missing:
+        raise DatasetError(
+            f"{len(report.missing)} of the {len(questions)} questions of the {args.questions} file have no prediction in "
+            f"{args.predictions}: give the question file the run used with --gold FILE (e.g. --gold "
+            "../shared/data/freebase/cwq_questions.jsonl), or --gold " + str(args.questions) + " to score a partial run against it")
     if args.compare:
-        other = evaluate(read_predictions(args.compare, args.compare_format or args.format), questions, args.dataset)
+        other = evaluate(read_nonempty(args.compare, args.compare_format or args.format), questions, args.dataset)
         result = compare(report, other)
         print(json.dumps(result, ensure_ascii=False, indent=1) if args.json else
               f"{_summary(report)}\n{_summary(other)}\nonly A: {len(result['only_a'])}  only B: {len(result['only_b'])}")
