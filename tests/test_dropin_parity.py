@@ -1,0 +1,433 @@
+"""The SPARQLWrapper drop-in against the genuine library: same servers, same requests, equal answers.
+
+Differential: ToG's and PoG's query strings, filled for entities of the CWQ fixture, go through the
+genuine `SPARQLWrapper` 2.0.0 and through `kgfed.engine.sync.SPARQLWrapper` (cold cache, then warm
+cache, then cache off) against a real Virtuoso and a real Oxigraph server; every `convert()` must be
+equal, ASK included, and the warm pass must send nothing. Oxigraph gets ToG's strings rewritten to
+standard SPARQL (`to_standard_sparql`), as in bench/tog_pattern.py; the raw strings are a parse error
+there, and both libraries must raise the same `QueryBadFormed` for them.
+
+Request options are checked on an echo server (stdlib `ThreadingHTTPServer` on 127.0.0.1) that answers
+with a SPARQL-JSON document describing the request it received (method, content type, query,
+parameters, graphs, custom headers, credentials): equal documents mean equal requests. The same server
+scripts statuses, delays and Virtuoso's partial-answer headers.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.error
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+import SPARQLWrapper as genuine
+
+from bench.tog_pattern import (sparql_head_entities_extract, sparql_head_relations, sparql_id,
+                               sparql_tail_entities_extract, sparql_tail_relations)
+from kgfed.engine import sync
+from kgfed.sparql.errors import EndpointError
+from kgfed.sparql.rewrite import to_standard_sparql
+from tests.conftest_servers import CWQ_GRAPH, FEDERATION_GRAPH
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# PoG (SteveTANTAN/PoG, PoG/freebase_func.py and PoG/utils.py), verbatim. PoG's first five strings are
+# ToG's five (imported above); these are the ones it adds.
+pog_tail_entities_and_relations = """
+PREFIX ns: <http://rdf.freebase.com/ns/>
+SELECT ?relation ?tailEntity
+WHERE {
+    ns:%s ?relation ?tailEntity .
+}
+"""
+pog_head_entities_and_relations = """
+PREFIX ns: <http://rdf.freebase.com/ns/>
+SELECT ?relation ?headEntity
+WHERE {
+    ?headEntity ?relation ns:%s .
+}
+"""
+pog_combined = """
+    PREFIX ns: <http://rdf.freebase.com/ns/>
+    SELECT ?relation ?connectedEntity ?direction
+    WHERE {
+        {
+            ns:%s ?relation ?connectedEntity .
+            BIND("tail" AS ?direction)
+        }
+        UNION
+        {
+            ?connectedEntity ?relation ns:%s .
+            BIND("head" AS ?direction)
+        }
+    }
+    """
+pog_combined_named = """
+    PREFIX ns: <http://rdf.freebase.com/ns/>
+    SELECT ?relation ?connectedEntity ?connectedEntityName ?direction
+    WHERE {
+        {
+            ns:%s ?relation ?connectedEntity .
+            OPTIONAL {
+                ?connectedEntity ns:type.object.name ?name .
+                FILTER(lang(?name) = 'en')
+            }
+            BIND(COALESCE(?name, "Unnamed Entity") AS ?connectedEntityName)
+            BIND("tail" AS ?direction)
+        }
+        UNION
+        {
+            ?connectedEntity ?relation ns:%s .
+            OPTIONAL {
+                ?connectedEntity ns:type.object.name ?name .
+                FILTER(lang(?name) = 'en')
+            }
+            BIND(COALESCE(?name, "Unnamed Entity") AS ?connectedEntityName)
+            BIND("head" AS ?direction)
+        }
+    }
+    """
+ASK_EDGE = "PREFIX ns: <http://rdf.freebase.com/ns/>\nASK { ns:%s ?relation ?x . }"
+# high and low degree, a CVT-rich one, one that is absent (empty answers, ASK false)
+ENTITIES = ["m.0146np", "m.0345_", "m.02hrh1q", "m.0f8l9c", "m.07ssc", "m.000kgfedabsent"]
+NS = "http://rdf.freebase.com/ns/"
+
+
+def ask(module, url: str, query: str, *, fmt: str = genuine.JSON, **options):
+    """One query the way ToG/PoG send it; returns convert() or the exception raised."""
+    sparql = module.SPARQLWrapper(url, **options)
+    sparql.setQuery(query)
+    sparql.setReturnFormat(fmt)
+    try:
+        return sparql.query().convert()
+    except Exception as exc:  # noqa: BLE001 - the class is what is compared
+        return exc
+
+
+def tog_pog_queries(url: str, standard: bool) -> list[str]:
+    """ToG's and PoG's strings filled for ENTITIES (relations taken from the server's own answers)."""
+    fix = to_standard_sparql if standard else (lambda q: q)
+    queries = []
+    for e in ENTITIES:
+        queries += [sparql_head_relations % e, sparql_tail_relations % e, sparql_id % (e, e),
+                    pog_tail_entities_and_relations % e, pog_head_entities_and_relations % e,
+                    pog_combined % (e, e), pog_combined_named % (e, e), ASK_EDGE % e]
+        for template, entities in ((sparql_head_relations, sparql_tail_entities_extract),
+                                   (sparql_tail_relations, sparql_head_entities_extract)):
+            rows = ask(genuine, url, fix(template % e))
+            relations = sorted({row["relation"]["value"].removeprefix(NS) for row in rows["results"]["bindings"]})
+            for r in relations[:3]:
+                queries.append(entities % ((e, r) if entities is sparql_tail_entities_extract else (r, e)))
+    return [fix(q) for q in queries]
+
+
+def requests_sent() -> int:
+    return sync._runtime().client.stats["requests"]
+
+
+def differential(url: str, queries: list[str], cache_dir: Path) -> int:
+    """Genuine vs drop-in cold, warm and uncached for every query; returns how many were compared."""
+    expected = [ask(genuine, url, q) for q in queries]
+    assert not any(isinstance(x, Exception) for x in expected), [x for x in expected if isinstance(x, Exception)][:1]
+    cold = [ask(sync, url, q, cache_dir=cache_dir) for q in queries]
+    sync.flush_cache()
+    before = requests_sent()
+    warm = [ask(sync, url, q, cache_dir=cache_dir) for q in queries]
+    assert requests_sent() == before, "the warm pass must be answered from the cache"
+    uncached = [ask(sync, url, q, cache=False) for q in queries]
+    assert requests_sent() - before == len(queries)
+    for q, want, *got in zip(queries, expected, cold, warm, uncached):
+        assert got == [want] * 3, q
+    return len(queries)
+
+
+# ---- ToG's and PoG's strings on real servers --------------------------------------------------------------
+@pytest.mark.virtuoso
+def test_tog_and_pog_strings_give_the_genuine_documents_on_virtuoso(virtuoso_freebase, tmp_path):
+    url = virtuoso_freebase.url
+    queries = tog_pog_queries(url, standard=False)
+    assert differential(url, queries, tmp_path / "c") >= 60
+    # Virtuoso's own fields survive verbatim (the old drop-in dropped or rewrote them)
+    doc = ask(sync, url, queries[0], cache_dir=tmp_path / "c")
+    assert doc["head"]["link"] == [] and doc["results"]["distinct"] is False and doc["results"]["ordered"] is True
+    assert ask(sync, url, ASK_EDGE % "m.0146np", cache_dir=tmp_path / "c")["boolean"] is True
+    assert ask(sync, url, ASK_EDGE % "m.000kgfedabsent", cache_dir=tmp_path / "c")["boolean"] is False
+
+
+def test_tog_and_pog_strings_give_the_genuine_documents_on_oxigraph(oxigraph_freebase, tmp_path):
+    url = oxigraph_freebase.url
+    queries = tog_pog_queries(url, standard=True)
+    assert differential(url, queries, tmp_path / "c") >= 60
+    assert ask(sync, url, to_standard_sparql(ASK_EDGE % "m.0146np"), cache_dir=tmp_path / "c") == {"head": {}, "boolean": True}
+    # ToG's raw strings are not standard SPARQL: Oxigraph rejects them, and both libraries say so alike
+    raw = sparql_tail_entities_extract % ("m.0146np", "location.location.containedby")
+    want, got = ask(genuine, url, raw), ask(sync, url, raw, cache_dir=tmp_path / "c")
+    assert type(want) is genuine.SPARQLExceptions.QueryBadFormed
+    assert isinstance(got, genuine.SPARQLExceptions.QueryBadFormed) and isinstance(got, EndpointError)
+    assert "\n" not in str(got) and "expected" in str(got)  # one line with the server's own words
+
+
+@pytest.mark.virtuoso
+def test_graphs_method_and_formats_are_honoured_on_virtuoso(virtuoso_freebase, tmp_path):
+    url, count = virtuoso_freebase.url, "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
+
+    def run(module, setup, fmt=genuine.JSON, **options):
+        sparql = module.SPARQLWrapper(url, **options)
+        sparql.setQuery(setup.get("query", count))
+        sparql.setReturnFormat(fmt)
+        for graph in setup.get("default", []):
+            sparql.addDefaultGraph(graph)
+        for graph in setup.get("named", []):
+            sparql.addNamedGraph(graph)
+        if setup.get("post"):
+            sparql.setMethod(genuine.POST)
+        return sparql.query().convert()
+
+    cases = {"all": {}, "cwq": {"default": [CWQ_GRAPH]}, "fed": {"default": [FEDERATION_GRAPH]},
+             "both": {"default": [CWQ_GRAPH, FEDERATION_GRAPH]}, "cwq-post": {"default": [CWQ_GRAPH], "post": True},
+             "named": {"named": [FEDERATION_GRAPH],
+                       "query": "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g"}}
+    counts = {}
+    for name, setup in cases.items():
+        want = run(genuine, setup)
+        for _ in range(2):  # cold, then warm
+            assert run(sync, setup, cache_dir=tmp_path / "c") == want, name
+            sync.flush_cache()
+        counts[name] = [int(b["n"]["value"]) for b in want["results"]["bindings"]]
+    # the graphs really restrict the answer (so one cache entry per graph setting, never merged)
+    assert counts["cwq"] == counts["cwq-post"] and counts["cwq"][0] + counts["fed"][0] == counts["both"][0]
+    assert counts["all"][0] > counts["both"][0] > counts["cwq"][0] > 0 and len(counts["named"]) == 1
+    # other formats go through the drop-in uncached and convert exactly as the genuine library's
+    select = {"query": "PREFIX ns: <http://rdf.freebase.com/ns/> SELECT ?p ?o WHERE { ns:m.0146np ?p ?o } ORDER BY ?p ?o"}
+    for fmt in (genuine.CSV, genuine.TSV):
+        assert run(sync, select, fmt, cache_dir=tmp_path / "c") == run(genuine, select, fmt)
+    assert run(sync, select, genuine.XML).toxml() == run(genuine, select, genuine.XML).toxml()
+    construct = {"query": "PREFIX ns: <http://rdf.freebase.com/ns/> CONSTRUCT { ns:m.0146np ?p ?o } WHERE { ns:m.0146np ?p ?o }"}
+    assert run(sync, construct, genuine.TURTLE) == run(genuine, construct, genuine.TURTLE)
+    assert set(run(sync, construct, genuine.RDFXML)) == set(run(genuine, construct, genuine.RDFXML))
+
+
+@pytest.mark.virtuoso
+def test_errors_are_the_genuine_classes_on_virtuoso(virtuoso_freebase, tmp_path):
+    url = virtuoso_freebase.url
+    for query in ("SELEC ?x WHERE { ?x ?p ?o }", "SELECT ?x WHERE { ?x ?p }"):
+        want, got = ask(genuine, url, query), ask(sync, url, query, cache_dir=tmp_path / "c")
+        assert type(want) is genuine.SPARQLExceptions.QueryBadFormed and isinstance(got, type(want))
+        assert "SP030" in str(got) and "\n" not in str(got)
+    missing = url.replace("/sparql", "/no-such-endpoint")
+    want, got = ask(genuine, missing, "ASK {}"), ask(sync, missing, "ASK {}", cache_dir=tmp_path / "c")
+    assert type(want) is genuine.SPARQLExceptions.EndPointNotFound and isinstance(got, type(want))
+
+
+# ---- request parity on an echo server -------------------------------------------------------------------
+class _Echo(BaseHTTPRequestHandler):
+    """GET/POST /<script>: answers with the request it saw, or with the scripted status/headers/delay."""
+
+    protocol_version = "HTTP/1.1"
+    hits: dict[str, int] = {}
+
+    def log_message(self, *args) -> None:  # quiet
+        return None
+
+    def do_GET(self) -> None:
+        self.answer(b"")
+
+    def do_POST(self) -> None:
+        self.answer(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+    def answer(self, body: bytes) -> None:
+        parts = urlsplit(self.path)
+        script = parts.path.strip("/")
+        _Echo.hits[script] = _Echo.hits.get(script, 0) + 1
+        params = parse_qsl(parts.query, keep_blank_values=True)
+        if self.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded"):
+            params += parse_qsl(body.decode(), keep_blank_values=True)
+        seen = {"method": self.command, "content-type": self.headers.get("Content-Type", ""),
+                "body": body.decode() if not params or "form" not in self.headers.get("Content-Type", "") else "",
+                "accept": self.headers.get("Accept", ""), "params": sorted(params),
+                "headers": sorted((k.lower(), v) for k, v in self.headers.items() if k.lower().startswith("x-")),
+                "authorization": self.headers.get("Authorization", "")}
+        doc: dict = {"head": {"vars": ["seen"]}, "results": {"bindings": [
+            {"seen": {"type": "literal", "value": json.dumps(seen, sort_keys=True)}}]}}
+        headers, status = {}, 200
+        if script.startswith("status"):
+            status, doc = int(script[6:]), {"error": f"scripted {script[6:]}"}
+        elif script == "slow":
+            threading.Event().wait(3)
+        elif script == "s1tat":
+            headers = {"X-SQL-State": "S1TAT", "X-SQL-Message": "RC...: Returning incomplete results, query interrupted by result timeout."}
+        elif script == "maxrows":
+            headers = {"X-SPARQL-MaxRows": "1"}
+        elif script == "ask-for-select":
+            doc = {"head": {}, "boolean": True}
+        data = json.dumps(doc).encode() if not script.startswith("status") else f"Error {status}: scripted".encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/sparql-results+json" if status == 200 else "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def seen(module, url: str, configure, **options) -> dict:
+    sparql = module.SPARQLWrapper(url, **options)
+    sparql.setQuery("SELECT ?seen WHERE { ?s ?p ?seen } # a comment\nLIMIT 1")
+    sparql.setReturnFormat(genuine.JSON)
+    configure(sparql)
+    return json.loads(sparql.query().convert()["results"]["bindings"][0]["seen"]["value"])
+
+
+REQUESTS = {
+    "plain": lambda s: None,
+    "post": lambda s: s.setMethod(genuine.POST),
+    "post-directly": lambda s: (s.setMethod(genuine.POST), s.setRequestMethod(genuine.POSTDIRECTLY)),
+    "graphs": lambda s: (s.addDefaultGraph("http://g/1"), s.addDefaultGraph("http://g/2"), s.addNamedGraph("http://g/3")),
+    "parameter": lambda s: s.addParameter("timeout", "5000"),
+    "header": lambda s: s.addCustomHttpHeader("X-Kgfed-Test", "yes"),
+    "conneg": lambda s: s.setOnlyConneg(True),
+    "basic": lambda s: s.setCredentials("ann", "secret"),
+}
+
+
+@pytest.mark.parametrize("name", list(REQUESTS))
+def test_every_request_option_reaches_the_server_as_the_genuine_library_sends_it(echo, name, tmp_path):
+    want = seen(genuine, f"{echo}/echo", REQUESTS[name])
+    got = seen(sync, f"{echo}/echo", REQUESTS[name], cache_dir=tmp_path)
+    assert got == want
+    assert want["method"] == ("POST" if "post" in name else "GET")
+    if name == "graphs":
+        assert ("default-graph-uri", "http://g/2") in [tuple(p) for p in got["params"]]
+    if name == "header":
+        assert ["x-kgfed-test", "yes"] in got["headers"]
+
+
+def test_options_that_change_the_request_never_share_a_cache_entry(echo, tmp_path):
+    documents = {name: seen(sync, f"{echo}/echo", configure, cache_dir=tmp_path) for name, configure in REQUESTS.items()}
+    sync.flush_cache()
+    assert len({json.dumps(d, sort_keys=True) for d in documents.values()}) == len(REQUESTS)
+    before = _Echo.hits.get("echo", 0)
+    again = {name: seen(sync, f"{echo}/echo", configure, cache_dir=tmp_path) for name, configure in REQUESTS.items()}
+    assert again == documents and _Echo.hits.get("echo", 0) == before  # all warm, each its own entry
+
+
+@pytest.mark.parametrize(("code", "error"), [(400, "QueryBadFormed"), (401, "Unauthorized"), (404, "EndPointNotFound"),
+                                             (414, "URITooLong"), (500, "EndPointInternalError")])
+def test_http_errors_raise_the_genuine_classes(echo, code, error, tmp_path):
+    want, got = ask(genuine, f"{echo}/status{code}", "ASK {}"), ask(sync, f"{echo}/status{code}", "ASK {}", cache_dir=tmp_path)
+    genuine_class = getattr(genuine.SPARQLExceptions, error)
+    assert type(want) is genuine_class and isinstance(got, genuine_class) and isinstance(got, EndpointError)
+    assert f"HTTP {code}" in str(got) and "scripted" in str(got) and "\n" not in str(got)
+    assert getattr(sync, error) is genuine_class  # re-exported
+
+
+def test_other_statuses_and_unreachable_servers_raise_what_urllib_raises(echo, tmp_path):
+    want, got = ask(genuine, f"{echo}/status403", "ASK {}"), ask(sync, f"{echo}/status403", "ASK {}", cache_dir=tmp_path)
+    assert type(want) is urllib.error.HTTPError and isinstance(got, urllib.error.HTTPError) and got.code == 403
+    closed = "http://127.0.0.1:9/sparql"  # discard port: nothing listens
+    want, got = ask(genuine, closed, "ASK {}"), ask(sync, closed, "ASK {}", cache_dir=tmp_path)
+    assert isinstance(want, urllib.error.URLError) and isinstance(got, urllib.error.URLError)
+    assert isinstance(got, EndpointError) and "127.0.0.1:9" in str(got)
+
+
+def test_set_timeout_is_honoured(echo, tmp_path):
+    def slow(module, **options):
+        sparql = module.SPARQLWrapper(f"{echo}/slow", **options)
+        sparql.setQuery("ASK {}")
+        sparql.setReturnFormat(genuine.JSON)
+        sparql.setTimeout(1)
+        try:
+            return sparql.query().convert()
+        except Exception as exc:  # noqa: BLE001
+            return exc
+
+    want, got = slow(genuine), slow(sync, cache_dir=tmp_path)
+    assert isinstance(want, TimeoutError) and isinstance(got, TimeoutError) and isinstance(got, EndpointError)
+    assert "setTimeout(1)" in str(got)
+
+
+@pytest.mark.parametrize("script", ["s1tat", "maxrows", "ask-for-select"])
+def test_partial_or_wrong_shape_answers_are_returned_as_sent_but_never_cached(echo, script, tmp_path):
+    url = f"{echo}/{script}"
+    query = "SELECT ?seen WHERE { ?s ?p ?seen }"
+    want = ask(genuine, url, query)
+    before = _Echo.hits[script]
+    for _ in range(3):
+        assert ask(sync, url, query, cache_dir=tmp_path) == want
+        sync.flush_cache()
+    assert _Echo.hits[script] - before == 3  # every call went to the server
+
+
+def test_the_cache_can_be_switched_off_and_moved(echo, tmp_path, monkeypatch):
+    url, query = f"{echo}/echo", "SELECT ?seen WHERE { ?s ?p ?seen } LIMIT 7"
+
+    def sent(**options) -> int:
+        before = _Echo.hits.get("echo", 0)
+        for _ in range(3):
+            ask(sync, url, query, **options)
+            sync.flush_cache()
+        return _Echo.hits["echo"] - before
+
+    assert sent(cache_dir=tmp_path / "mine") == 1 and (tmp_path / "mine" / "cache.db").exists()
+    assert sent(cache=False) == 3
+    monkeypatch.setenv("KGFED_NO_CACHE", "1")
+    assert sent() == 3 and sent(cache=True, cache_dir=tmp_path / "mine") == 0  # the flag beats the variable
+    monkeypatch.delenv("KGFED_NO_CACHE")
+    monkeypatch.setenv("KGFED_CACHE_DIR", str(tmp_path / "env"))
+    assert sent() == 1 and (tmp_path / "env" / "sparqlwrapper" / "cache.db").exists()
+
+
+# ---- the module is the genuine module's twin ------------------------------------------------------------
+def test_the_module_exports_what_sparqlwrapper_exports():
+    namespace: dict = {}
+    exec("from kgfed.engine.sync import SPARQLWrapper, JSON, XML", namespace)  # PoG's import line
+    for name in genuine.__all__:
+        assert hasattr(sync, name), name
+        if isinstance(getattr(genuine, name), str):
+            assert getattr(sync, name) == getattr(genuine, name), name
+    assert issubclass(sync.SPARQLWrapper, genuine.SPARQLWrapper)
+    assert issubclass(sync.SPARQLWrapper2, genuine.SPARQLWrapper2) and sync.QueryResult is genuine.QueryResult
+    for name in ("SPARQLWrapperException", "QueryBadFormed", "EndPointNotFound", "EndPointInternalError",
+                 "Unauthorized", "URITooLong"):
+        assert getattr(sync, name) is getattr(genuine.SPARQLExceptions, name)
+
+
+def test_sparqlwrapper2_bindings_through_the_drop_in(oxigraph_freebase, tmp_path):
+    query = "SELECT ?o WHERE { <http://rdf.freebase.com/ns/m.0146np> <http://rdf.freebase.com/ns/location.location.containedby> ?o }"
+    sparql = sync.SPARQLWrapper2(oxigraph_freebase.url, cache_dir=tmp_path)
+    sparql.setQuery(query)
+    reference = genuine.SPARQLWrapper2(oxigraph_freebase.url)
+    reference.setQuery(query)
+    assert [b["o"].value for b in sparql.query().bindings] == [b["o"].value for b in reference.query().bindings] == [
+        "http://rdf.freebase.com/ns/m.0345_"]
+
+
+def test_a_process_using_the_drop_in_exits_without_unclosed_session_warnings(oxigraph_freebase, tmp_path):
+    script = (
+        "import warnings, gc; warnings.simplefilter('always')\n"
+        "from kgfed.engine.sync import SPARQLWrapper, JSON\n"
+        f"s = SPARQLWrapper({oxigraph_freebase.url!r}); s.setQuery('ASK {{ ?s ?p ?o }}'); s.setReturnFormat(JSON)\n"
+        "print(s.query().convert()['boolean'])\n"
+    )
+    env = {**os.environ, "KGFED_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-X", "dev", "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+    assert "Unclosed" not in done.stderr and "unclosed" not in done.stderr.lower(), done.stderr
