@@ -469,6 +469,11 @@ def detect_shape(record: Mapping[str, Any], dataset: str | None = None, strict: 
 # -- loading ---------------------------------------------------------------------------------------
 def load_dataset(path_or_name: str | Path, dataset: str | None = None) -> list[Question]:
     """All questions of a file (or a BUILTIN_FILES name), normalised; `dataset` overrides detection."""
+    if is_rog(path_or_name):  # RoG/GCR subgraph parquet files: kgfed.engine.rog
+        from .rog import load_questions
+
+        rog = load_questions(path_or_name)
+        return _unique_ids([replace(q, dataset=canonical_dataset(dataset)) for q in rog] if dataset else rog)
     path = resolve_path(path_or_name)
     records = read_records(path)
     if not records:
@@ -478,6 +483,12 @@ def load_dataset(path_or_name: str | Path, dataset: str | None = None) -> list[Q
     shape = detect_shape(records[0], hint, strict=wanted is not None, source=f"{path} record 0")
     name = hint if hint in shape.datasets else shape.datasets[0]
     return _unique_ids([build_question(shape, rec, i, name, str(path)) for i, rec in enumerate(records)])
+
+
+def is_rog(path_or_name: str | Path) -> bool:
+    """A RoG/GCR parquet file, or a directory holding them (rmanluo/RoG-cwq, RoG-webqsp)."""
+    path = Path(path_or_name)
+    return path.suffix == ".parquet" or (path.is_dir() and next(path.rglob("*.parquet"), None) is not None)
 
 
 def build_question(shape: Shape, record: dict[str, Any], index: int, dataset: str, source: str = "") -> Question:
