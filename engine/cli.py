@@ -23,7 +23,7 @@ from ..sparql.errors import KgfedError
 
 DEMO_DIR = Path(__file__).resolve().parent / "data"
 # Modules that add sub-commands: each has `register(subparsers, common)`; imported lazily per run.
-COMMAND_MODULES: list[str] = [".cli_context", ".cli_federation", ".evaluate", ".cli_freebase", ".cli_ask", ".cli_run", ".cli_mcp"]
+COMMAND_MODULES: list[str] = [".cli_context", ".cli_federation", ".evaluate", ".cli_freebase", ".cli_ask", ".cli_run", ".cli_mcp", ".cli_extract"]
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 
 
