@@ -1,34 +1,68 @@
 """Persistent response cache (diskcache) and in-flight de-duplication around any `Endpoint`.
 
-The key is (endpoint name, normalised query): whitespace outside string literals and IRIs is folded,
-so reformatting a query still hits. Only complete answers are stored: errors raise through untouched
-and a result the server marked `partial` is returned but never cached.
+What it promises:
+
+- **A key never merges two queries.** The key is (endpoint name, the exact query text): no
+  canonicalisation, so a `#` comment, a string literal or an IRI can never be folded into another
+  query's meaning. kgfed's own templates render the same text for the same call, so they still hit.
+  The endpoint name carries a fingerprint of the data where one exists (`file:` stores hash their
+  files' contents), so a changed file never serves old entries.
+- **Only right, complete answers are stored.** Every answer is checked against what was asked
+  (`Expect`: SELECT or ASK, the projected variables) before it is cached or returned; a wrong-shape
+  answer raises `UnexpectedAnswer` after a bounded number of re-tries, a partial one is never stored.
+- **Freshness is known.** An entry records when and from which endpoint it came; `max_age` (per
+  endpoint) turns older entries into misses, `refresh=True` re-fetches every answer once per run.
+- **The loop never waits on SQLite commits.** Entries are stored as compact marshalled rows (not the
+  SPARQL-JSON document, so a hit is not re-parsed), read inline (WAL readers never wait for writers;
+  a few tens of µs) and written by one writer thread in batched transactions, flushed on `flush()`,
+  `close()` and at exit. A killed process loses at most the unflushed batch; SQLite never corrupts.
+- **Cancellation is per caller.** Callers asking the same query at once share one request; a caller
+  that is cancelled leaves the others waiting, and the request is cancelled only when no one is left.
 """
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
-import json
+import marshal
 import os
 import re
-from collections import Counter
+import threading
+import time
+import weakref
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 import diskcache
 
 from ..endpoints.base import Endpoint
 from .costs import charge
-from ..sparql.errors import OfflineMiss
-from ..sparql.results import SelectResult, parse_sparql_json
+from ..sparql.errors import Closed, OfflineMiss, PartialResult, UnexpectedAnswer
+from ..sparql.results import Expect, SelectResult, Term, check_answer, check_query_text
 
 DEFAULT_CACHE_DIR = Path(os.environ.get("KGFED_CACHE_DIR", Path.home() / ".cache" / "kgfed"))
-# string literals (both quote styles, with escapes) and IRIs are kept byte for byte
-_PROTECTED = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>\s]*>')
+FORMAT = 2  # entry layout version; part of the key, so other layouts are never read
+_NEW_TERM = tuple.__new__
+
+
+# -- keys ------------------------------------------------------------------------------------------
+def cache_key(endpoint_name: str, query: str) -> str:
+    """The cache key of a query on an endpoint: the exact text, nothing folded."""
+    return hashlib.sha256(f"kgfed-v{FORMAT}\n{endpoint_name}\n{query}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# Tokens whose text is kept byte for byte by `normalise_query`: long and short string literals, IRIs,
+# and comments *with* the line break that ends them (folding it would comment out the next line).
+_PROTECTED = re.compile(
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
+    r'|"(?:[^"\\\n\r]|\\.)*"|\'(?:[^\'\\\n\r]|\\.)*\'|<[^<>\s]*>|#[^\n\r]*(?:\r\n|\n|\r)?'
+)
 _SPACE = re.compile(r"\s+")
 
 
 def normalise_query(query: str) -> str:
-    """Fold runs of whitespace outside literals/IRIs into one space and strip the ends."""
+    """Fold whitespace outside literals, IRIs and comments (for matching recordings, not for cache keys)."""
     out, last = [], 0
     for match in _PROTECTED.finditer(query):
         out.append(_SPACE.sub(" ", query[last:match.start()]))
@@ -38,88 +72,313 @@ def normalise_query(query: str) -> str:
     return "".join(out).strip()
 
 
-def cache_key(endpoint_name: str, query: str) -> str:
-    return hashlib.sha256(f"{endpoint_name}\n{normalise_query(query)}".encode()).hexdigest()
+# -- entries ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A stored answer: when (epoch seconds) and from which endpoint it came."""
+
+    created: float
+    source: str
+    result: SelectResult
+
+
+def encode(result: SelectResult, source: str, created: float) -> bytes:
+    """Rows as indices into a table of distinct terms, grouped by which variables they bind."""
+    table: dict[Term, int] = {}
+    shapes: dict[tuple[str, ...], int] = {}
+    rows = []
+    for row in result.rows:
+        shape = shapes.setdefault(tuple(row), len(shapes))
+        rows.append((shape, *[table.setdefault(t, len(table)) for t in row.values()]))
+    terms = [tuple(t) for t in table]
+    return marshal.dumps((FORMAT, created, source, tuple(result.vars), result.boolean, terms, list(shapes), rows))
+
+
+def decode(blob: bytes) -> Entry | None:
+    """The entry stored in `blob`, or None for another layout or a damaged value (then it is a miss)."""
+    try:
+        fmt, created, source, variables, boolean, terms, shapes, rows = marshal.loads(blob)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if fmt != FORMAT:
+        return None
+    table = [_NEW_TERM(Term, t) for t in terms]
+    get = table.__getitem__
+    decoded = [dict(zip(shapes[r[0]], map(get, r[1:]))) for r in rows]
+    return Entry(created, source, SelectResult(list(variables), decoded, boolean=boolean))
+
+
+# -- the store -------------------------------------------------------------------------------------
+_OPEN: "weakref.WeakSet[ResponseCache]" = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_all() -> None:  # pragma: no cover - exercised by the killed/exiting subprocess tests
+    for cache in list(_OPEN):
+        try:
+            cache.flush()
+        except Exception:
+            pass
 
 
 class ResponseCache:
-    """A diskcache-backed store of SPARQL-JSON answers; safe to share across processes."""
+    """A diskcache store of answers, safe to share across processes; writes go through one writer thread.
 
-    def __init__(self, directory: str | os.PathLike | None = None, *, size_limit: int = 2**32):
+    `memory` decoded entries are kept in process (a repeated hit costs a dict lookup). Results handed
+    out are shared: treat them as read-only.
+    """
+
+    def __init__(self, directory: str | os.PathLike | None = None, *, size_limit: int = 2**32,
+                 batch: int = 512, linger: float = 0.05, memory: int = 4096):
         self.directory = Path(directory) if directory else DEFAULT_CACHE_DIR / "responses"
         self._cache = diskcache.Cache(str(self.directory), size_limit=size_limit)
+        self._batch = batch
+        self._linger = linger
+        self._memory: OrderedDict[str, Entry] = OrderedDict()
+        self._memory_size = memory
+        self._pending: dict[str, bytes] = {}  # queued for the writer, not yet committed
+        self._queue: list[tuple[str, bytes]] = []
+        self._wakeup = threading.Condition()
+        self._write_lock = threading.Lock()
+        self._writer: threading.Thread | None = None
+        self._closed = False
+        self.stats: Counter[str] = Counter()
+        _OPEN.add(self)
 
-    def get(self, key: str) -> SelectResult | None:
-        doc = self._cache.get(key)
-        return None if doc is None else parse_sparql_json(doc, source="cache")
+    # -- reads -----------------------------------------------------------------------------------
+    def entry(self, key: str) -> Entry | None:
+        """The stored entry for `key` (memory, then queued writes, then disk), or None."""
+        found = self._memory.get(key)
+        if found is not None:
+            try:
+                self._memory.move_to_end(key)
+            except KeyError:  # evicted meanwhile by another thread's write
+                pass
+            return found
+        blob = self._pending.get(key)
+        if blob is None:
+            blob = self._cache.get(key)
+            if blob is None:
+                return None
+        found = decode(blob) if isinstance(blob, bytes) else None
+        if found is not None:
+            self._remember(key, found)
+        return found
 
-    def set(self, key: str, result: SelectResult) -> None:
+    def get(self, key: str, *, max_age: float | None = None) -> SelectResult | None:
+        """The stored answer for `key` unless it is older than `max_age` seconds."""
+        found = self.entry(key)
+        if found is None or (max_age is not None and time.time() - found.created > max_age):
+            return None
+        return found.result
+
+    def _remember(self, key: str, entry: Entry) -> None:
+        self._memory[key] = entry
+        if len(self._memory) > self._memory_size:
+            self._memory.popitem(last=False)
+
+    # -- writes ----------------------------------------------------------------------------------
+    def set(self, key: str, result: SelectResult, *, source: str = "") -> None:
+        """Queue a complete answer for storage (partial answers are refused); returns at once."""
         if result.partial:
             return
-        self._cache.set(key, json.dumps(result.to_json(), separators=(",", ":")))
+        if self._closed:
+            raise Closed(f"the response cache at {self.directory} is closed: open a new ResponseCache")
+        created = time.time()
+        blob = encode(result, source, created)
+        self._remember(key, Entry(created, source, result))
+        with self._wakeup:
+            self._pending[key] = blob
+            self._queue.append((key, blob))
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(target=self._run, name="kgfed-cache-writer", daemon=True)
+                self._writer.start()
+            self._wakeup.notify()
 
+    def _run(self) -> None:
+        while True:
+            with self._wakeup:
+                while not self._queue and not self._closed:
+                    self._wakeup.wait()
+                if not self._queue and self._closed:
+                    return
+            time.sleep(self._linger)  # let a burst of answers join one transaction
+            self._drain()
+
+    def _drain(self) -> None:
+        with self._write_lock:
+            while True:
+                with self._wakeup:
+                    batch, self._queue = self._queue[:self._batch], self._queue[self._batch:]
+                if not batch:
+                    return
+                with self._cache.transact():
+                    for key, blob in batch:
+                        self._cache.set(key, blob)
+                self.stats["written"] += len(batch)
+                self.stats["transactions"] += 1
+                with self._wakeup:
+                    for key, blob in batch:
+                        if self._pending.get(key) is blob:
+                            del self._pending[key]
+
+    def flush(self) -> None:
+        """Commit every queued write now (blocking; from async code use `await asyncio.to_thread(cache.flush)`)."""
+        if self._queue:
+            self._drain()
+
+    def delete(self, key: str) -> None:
+        self.flush()
+        self._memory.pop(key, None)
+        self._cache.delete(key)
+
+    # -- housekeeping ----------------------------------------------------------------------------
     def __len__(self) -> int:
+        self.flush()
         return len(self._cache)
 
+    def keys(self) -> list[str]:
+        self.flush()
+        return list(self._cache.iterkeys())
+
     def clear(self) -> None:
+        self.flush()
+        self._memory.clear()
         self._cache.clear()
 
     def close(self) -> None:
+        """Flush, stop the writer and release the database (idempotent)."""
+        if self._closed:
+            return
+        self.flush()
+        with self._wakeup:
+            self._closed = True
+            self._wakeup.notify_all()
+        if self._writer is not None:
+            self._writer.join(5)
+        self.flush()
         self._cache.close()
+        _OPEN.discard(self)
+
+
+# -- the endpoint wrapper --------------------------------------------------------------------------
+class _Flight:
+    """One request in flight and how many callers still wait for it."""
+
+    __slots__ = ("task", "waiters")
+
+    def __init__(self, task: asyncio.Task):
+        self.task = task
+        self.waiters = 0
 
 
 class CachedEndpoint:
-    """Wraps an endpoint with the response cache, in-flight sharing and an offline switch."""
+    """Wraps an endpoint with answer validation, the response cache, in-flight sharing and an offline switch.
 
-    def __init__(self, inner: Endpoint, cache: ResponseCache | None, *, offline: bool = False):
+    `max_age` (seconds; default: the endpoint's own `max_age`, None = never stale) bounds how old a
+    served entry may be; `refresh=True` re-fetches each answer once this run; `validate_retries`
+    bounds how often a wrong-shape answer is asked again before `UnexpectedAnswer` is raised.
+    """
+
+    def __init__(self, inner: Endpoint, cache: ResponseCache | None, *, offline: bool = False,
+                 max_age: float | None | str = "endpoint", refresh: bool = False, validate_retries: int = 2):
         self.inner = inner
         self.cache = cache
         self.offline = offline
-        self.name = inner.name
-        self._inflight: dict[str, asyncio.Future[SelectResult]] = {}
+        self.max_age = getattr(inner, "max_age", None) if max_age == "endpoint" else max_age
+        self.refresh = refresh
+        self.validate_retries = validate_retries
+        self._refreshed: set[str] = set()
+        self._inflight: dict[str, _Flight] = {}
+        self._closed = False
         self.stats: Counter[str] = Counter()
 
-    async def select(self, query: str) -> SelectResult:
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    async def select(self, query: str, expect: Expect | None = None) -> SelectResult:
+        """The answer to `query` (checked against `expect`, by default the query's own form and variables)."""
+        if self._closed:
+            raise Closed(f"{self.name} is closed: open a new KG (requests after aclose() are refused)")
+        check_query_text(query)
         self.stats["queries"] += 1
         charge("sparql_queries")
-        key = cache_key(self.name, query)
-        if self.cache is not None:
-            hit = self.cache.get(key)
+        key = cache_key(self.inner.name, query)
+        if self.cache is not None and (not self.refresh or key in self._refreshed):
+            hit = self.cache.get(key, max_age=self.max_age)
             if hit is not None:
                 self.stats["cache_hits"] += 1
                 charge("cache_hits")
                 return hit
+        if expect is None:
+            expect = Expect.of_query(query)  # refuses CONSTRUCT/DESCRIBE before anything is sent
         if self.offline:
             raise OfflineMiss(
                 f"--offline: no cached answer from {self.name} for this query; run once without --offline to fill the cache"
             )
-        pending = self._inflight.get(key)
-        if pending is not None:
-            self.stats["shared"] += 1
-            charge("shared")
-            return await asyncio.shield(pending)
-        future: asyncio.Future[SelectResult] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
-        try:
+        flight = self._inflight.get(key)
+        if flight is None:
+            flight = self._inflight[key] = _Flight(asyncio.ensure_future(self._fetch(query, key, expect)))
+            flight.task.add_done_callback(lambda task, key=key: self._landed(key, task))
             self.stats["sent"] += 1
             charge("requests_sent")
-            result = await self.inner.select(query)
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # mark retrieved: waiters re-raise it, nobody else must
-            raise
         else:
-            future.set_result(result)
-            if self.cache is not None:
-                self.cache.set(key, result)
-            if result.partial:
-                self.stats["partial"] += 1
-            return result
+            self.stats["shared"] += 1
+            charge("shared")
+        flight.waiters += 1
+        try:
+            return await asyncio.shield(flight.task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if flight.task.cancelled() and self._closed and not (current and current.cancelling()):
+                raise Closed(f"{self.name} was closed while this query was in flight") from None
+            raise
         finally:
+            flight.waiters -= 1
+            if flight.waiters == 0 and not flight.task.done():
+                flight.task.cancel()  # the last caller gave up: nobody needs the request any more
+
+    def _landed(self, key: str, task: asyncio.Task) -> None:
+        if self._inflight.get(key) is not None and self._inflight[key].task is task:
             del self._inflight[key]
+        if not task.cancelled():
+            task.exception()  # retrieved: waiters re-raise it; with no waiter left nobody must
+
+    async def _fetch(self, query: str, key: str, expect: Expect) -> SelectResult:
+        for attempt in range(self.validate_retries + 1):
+            try:
+                result = check_answer(await self.inner.select(query), expect, source=self.name)
+            except UnexpectedAnswer as exc:
+                self.stats["unexpected"] += 1
+                charge("unexpected_answers")
+                if attempt == self.validate_retries:
+                    raise UnexpectedAnswer(f"{exc} (gave up after {attempt + 1} attempts)") from None
+                await asyncio.sleep(0.05 * 2**attempt)
+                continue
+            except PartialResult:
+                self.stats["partial"] += 1
+                charge("partial")
+                raise
+            break
+        if result.partial:
+            self.stats["partial"] += 1
+            charge("partial")
+        elif self.cache is not None:
+            name = self.inner.name  # re-read: an embedded store fingerprints its files when it loads them
+            self.cache.set(cache_key(name, query), result, source=name)
+            if self.refresh:
+                self._refreshed.add(key)
+        return result
 
     async def aclose(self) -> None:
+        """Refuse new queries, cancel the ones in flight, flush queued cache writes, close the endpoint."""
+        self._closed = True
+        tasks = [flight.task for flight in self._inflight.values()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self.cache is not None and self.cache._queue:
+            await asyncio.to_thread(self.cache.flush)
         await self.inner.aclose()

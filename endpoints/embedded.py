@@ -1,4 +1,8 @@
-"""An in-process pyoxigraph store loaded from RDF files: the offline default, queried off the event loop."""
+"""An in-process pyoxigraph store loaded from RDF files: the offline default, queried off the event loop.
+
+Its `name` (what the response cache keys on) ends in a hash of the files' *contents*, taken when the
+store is loaded: a changed file is a different endpoint, so old cache entries are never served for it.
+"""
 from __future__ import annotations
 
 import asyncio
@@ -11,8 +15,8 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from ..sparql.errors import EndpointError, UnknownEndpoint
-from ..sparql.results import RDF_LANG_STRING, SelectResult, Term
+from ..sparql.errors import Closed, EndpointError, UnknownEndpoint
+from ..sparql.results import RDF_LANG_STRING, SelectResult, Term, ask_result
 
 _FORMATS = {
     ".nt": ox.RdfFormat.N_TRIPLES,
@@ -27,8 +31,26 @@ _STORES: dict[tuple, ox.Store] = {}
 _STORES_LOCK = threading.Lock()
 
 
+_DIGESTS: dict[tuple, str] = {}  # (path, size, mtime_ns, inode) -> content hash
+
+
 def _fingerprint(paths: Sequence[Path]) -> tuple:
-    return tuple((str(p), os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths)
+    return tuple((str(p), st.st_size, st.st_mtime_ns, st.st_ino) for p in paths for st in [os.stat(p)])
+
+
+def content_digest(paths: Sequence[Path]) -> str:
+    """A hash of the files' names and contents (memoised per path, size, mtime and inode)."""
+    overall = hashlib.blake2b(digest_size=8)
+    for stat_key in _fingerprint(paths):
+        digest = _DIGESTS.get(stat_key)
+        if digest is None:
+            h = hashlib.blake2b(digest_size=16)
+            with open(stat_key[0], "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            digest = _DIGESTS[stat_key] = h.hexdigest()
+        overall.update(f"{stat_key[0]}\n{digest}\n".encode())
+    return overall.hexdigest()
 
 
 def resolve_paths(paths: Sequence[str | os.PathLike]) -> list[Path]:
@@ -46,9 +68,14 @@ def resolve_paths(paths: Sequence[str | os.PathLike]) -> list[Path]:
 
 def load_store(paths: Sequence[str | os.PathLike]) -> ox.Store:
     """An in-memory store with the files loaded; one per distinct file set per process (re-loaded if a file changes)."""
-    resolved = resolve_paths(paths)
-    key = _fingerprint(resolved)
+    return _load(resolve_paths(paths))[0]
+
+
+def _load(resolved: Sequence[Path]) -> tuple[ox.Store, str]:
+    """The store for these files and the content digest of what was loaded into it."""
     with _STORES_LOCK:
+        digest = content_digest(resolved)
+        key = (tuple(map(str, resolved)), digest)
         store = _STORES.get(key)
         if store is None:
             store = ox.Store()
@@ -57,8 +84,10 @@ def load_store(paths: Sequence[str | os.PathLike]) -> ox.Store:
                     store.bulk_load(path=str(p), format=_FORMATS[p.suffix.lower()])
                 except SyntaxError as exc:
                     raise UnknownEndpoint(f"{p.name} is not valid RDF ({exc}): fix the file or convert it to N-Triples") from None
+            if content_digest(resolved) != digest:
+                raise UnknownEndpoint(f"{resolved[0].name} changed while it was loaded: retry once the file is written")
             _STORES[key] = store
-    return store
+    return store, digest
 
 
 def _term(node) -> Term:
@@ -74,6 +103,11 @@ def _term(node) -> Term:
     return Term("literal", str(node))  # triple terms etc.: printable, never crash
 
 
+def _first(exc: BaseException) -> str:
+    lines = str(exc).splitlines()
+    return lines[0][:200] if lines else exc.__class__.__name__
+
+
 class EmbeddedEndpoint:
     """SPARQL over a pyoxigraph `Store` (files or a given store) in worker threads."""
 
@@ -82,40 +116,61 @@ class EmbeddedEndpoint:
             raise UnknownEndpoint("an embedded endpoint needs at least one RDF file: file:PATH[,PATH...]")
         self.paths = [str(p) for p in resolve_paths(paths)]
         self._store = store
-        digest = hashlib.sha1(repr(_fingerprint([Path(p) for p in self.paths])).encode()).hexdigest()[:12] if paths else f"mem{id(store):x}"
-        self.name = "file:" + ",".join(self.paths) + f"#{digest}"
+        self._digest = content_digest([Path(p) for p in self.paths]) if paths else f"mem{id(store):x}"
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kgfed-oxigraph")
+        self._closed = False
+        self._load_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """`file:PATHS#DIGEST`: the digest of the contents loaded (or, before loading, on disk now)."""
+        return "file:" + ",".join(self.paths) + f"#{self._digest}"
 
     @property
     def store(self) -> ox.Store:
         if self._store is None:
-            self._store = load_store(self.paths)
+            with self._load_lock:
+                if self._store is None:
+                    self._store, self._digest = _load([Path(p) for p in self.paths])
         return self._store
 
     def select_sync(self, query: str) -> SelectResult:
         """Run a query in the calling thread."""
+        store = self.store
         try:
-            solutions = self.store.query(query)
+            solutions = store.query(query)
         except SyntaxError as exc:
-            raise EndpointError(f"the embedded store rejected the query: {str(exc).splitlines()[0]}") from None
+            raise EndpointError(f"the embedded store rejected the query: {_first(exc)}") from None
+        except (OSError, ValueError, RuntimeError) as exc:  # evaluation errors (e.g. a SERVICE it cannot reach)
+            raise EndpointError(f"the embedded store failed on the query ({exc.__class__.__name__}: {_first(exc)})") from None
         if isinstance(solutions, bool):  # ASK
-            return SelectResult(["boolean"], [{"boolean": Term("literal", str(solutions).lower())}])
+            return ask_result(solutions)
         if not isinstance(solutions, ox.QuerySolutions):
             raise EndpointError("the embedded store got a CONSTRUCT/DESCRIBE query: kgfed's select takes SELECT or ASK")
         variables = [v.value for v in solutions.variables]
         rows = []
-        for solution in solutions:
-            row = {}
-            for i, name in enumerate(variables):
-                node = solution[i]
-                if node is not None:
-                    row[name] = _term(node)
-            rows.append(row)
+        seen: dict = {}  # node -> Term: a node repeated across rows is converted once
+        try:
+            for solution in solutions:
+                row = {}
+                for i, name in enumerate(variables):
+                    node = solution[i]
+                    if node is not None:
+                        term = seen.get(node)
+                        if term is None:
+                            term = seen[node] = _term(node)
+                        row[name] = term
+                rows.append(row)
+        except (OSError, ValueError, RuntimeError) as exc:  # solutions are computed lazily, errors too
+            raise EndpointError(f"the embedded store failed on the query ({exc.__class__.__name__}: {_first(exc)})") from None
         return SelectResult(variables, rows)
 
     async def select(self, query: str) -> SelectResult:
+        if self._closed:
+            raise Closed(f"{self.name} is closed: open a new KG")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self.select_sync, query)
 
     async def aclose(self) -> None:
+        self._closed = True
         self._pool.shutdown(wait=False)

@@ -5,7 +5,13 @@
         edges = await kg.neighbors("Q42", "P69")
 
 Batched forms (`relations_many`, `neighbors_many`, `labels`) put a whole beam into `VALUES` blocks of
-`batch_size` and run the blocks concurrently; every query goes through the response cache.
+`batch_size` and run the blocks concurrently (in a TaskGroup: one failing block cancels its siblings);
+every query goes through the response cache, which checks each answer against the template's variables.
+
+Every answer is right, flagged, or an error: lists come back as `Answer` (dicts as `AnswerMap`) with
+`.partial`; a partial server answer raises `PartialResult` unless the KG was opened with
+`partial="allow"`. Bad input raises `InvalidIdentifier` (a `KgfedError`) before any query is built,
+and a closed KG refuses new calls with `Closed`.
 """
 from __future__ import annotations
 
@@ -19,12 +25,46 @@ from ..cache.responses import CachedEndpoint, ResponseCache
 from ..endpoints.base import Endpoint
 from ..endpoints.client import DEFAULT_USER_AGENT, POLITE_HOSTS, HttpClient
 from ..endpoints.profiles import resolve_endpoint
-from ..sparql.dialects import COMPOUND_SEP, DIRECTIONS, Dialect, FreebaseDialect, RelationFilter, check_direction
-from ..sparql.errors import InvalidIdentifier
+from ..sparql import terms
+from ..sparql.dialects import COMPOUND_SEP, DIRECTIONS, Dialect, FreebaseDialect, RelationFilter, WikidataDialect, check_direction
+from ..sparql.errors import Closed, InvalidIdentifier, KgfedError
 from ..sparql.results import SelectResult, Term
-from .model import Edge, Hit, Label, Relation
+from .model import Answer, AnswerMap, Edge, Hit, Label, Relation, mark
 
 Triple = tuple[str, str, str]  # (entity, relation, direction)
+LIVE_MAX_AGE = 7 * 86400.0  # default max-age of answers from a live public Wikidata endpoint (seconds)
+_LOCAL_HOSTS = ("127.", "localhost", "[::1]", "0.0.0.0")
+
+
+def default_max_age(endpoint: Endpoint, dialect: Dialect) -> float | None:
+    """A week for live public Wikidata endpoints (WDQS, QLever-Wikidata); None (never stale) for fixed
+    dumps: files, Freebase (frozen since 2016), and servers on this machine."""
+    url = getattr(endpoint, "url", None) or getattr(endpoint, "name", "")
+    if not isinstance(dialect, WikidataDialect) or not str(url).startswith(("http://", "https://")):
+        return None
+    host = str(url).split("://", 1)[1]
+    return None if host.startswith(_LOCAL_HOSTS) else LIVE_MAX_AGE
+
+
+def _sequence(items, what: str, example: str) -> list:
+    """`items` as a list; a bare string, a non-iterable or a mapping is refused with a one-line error."""
+    if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
+        raise InvalidIdentifier(f"invalid {what} {type(items).__name__}: expected a list such as {example}")
+    return list(items)
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:
+    """The exception to raise for a failed TaskGroup: a KgfedError first, else the first real one."""
+    flat: list[BaseException] = []
+    stack = [group]
+    while stack:
+        for exc in stack.pop(0).exceptions:
+            (stack if isinstance(exc, BaseExceptionGroup) else flat).append(exc)  # type: ignore[arg-type]
+    for kind in (KgfedError, Exception):
+        for exc in flat:
+            if isinstance(exc, kind):
+                return exc
+    return flat[0]
 
 
 def _chunks(items: Sequence, size: int) -> Iterable[Sequence]:
@@ -47,13 +87,20 @@ class KG:
         expand_cvt: bool = True,
         relation_filter: RelationFilter | None = None,
         client: HttpClient | None = None,
+        max_age: float | None | str = "auto",
+        refresh: bool = False,
+        own_cache: bool = False,
     ):
         self.dialect = dialect if relation_filter is None else replace(dialect, relation_filter=relation_filter)
         self.name = name or dialect.name
-        self.endpoint = CachedEndpoint(endpoint, cache, offline=offline)
-        self.batch_size = batch_size
+        if max_age == "auto":
+            max_age = default_max_age(endpoint, self.dialect)
+        self.endpoint = CachedEndpoint(endpoint, cache, offline=offline, max_age=max_age, refresh=refresh)
+        self.batch_size = terms.positive_int(batch_size, "batch_size")
         self.expand_cvt = expand_cvt and isinstance(dialect, FreebaseDialect)
         self._client = client  # owned: closed with the KG
+        self._own_cache = own_cache  # made by KG.open: closed with the KG
+        self._closed = False
         self._relation_labels: dict[str, str] = {}
 
     # -- construction ----------------------------------------------------------------------------
@@ -76,7 +123,11 @@ class KG:
         """A KG for an endpoint spec (`wikidata`, `qlever-freebase`, `file:kg.nt`, a URL + dialect).
 
         `cache=False` disables the response cache; `cache_dir` moves it; `offline=True` answers only
-        from the cache. `concurrency` caps requests per host (WDQS defaults to 5).
+        from the cache; `refresh=True` re-fetches every answer once (and stores the new one);
+        `max_age` (seconds, None = never stale) overrides the default (a week for live public Wikidata
+        endpoints, never for files, Freebase and local servers). `partial` is the policy for answers a
+        server marks incomplete: `"error"` (default, raise `PartialResult`), `"retry"` (longer timeouts,
+        then raise), `"allow"` (return them, flagged `.partial`). `concurrency` caps requests per host.
         """
         owned = client is None
         if client is None:
@@ -85,11 +136,13 @@ class KG:
         http_keys = {"default_graph", "partial", "timeout_ms", "max_rows", "post_threshold"}
         http_options = {k: options.pop(k) for k in list(options) if k in http_keys}
         endpoint, chosen = resolve_endpoint(spec, dialect=dialect, client=client, **http_options)
+        own_cache = cache is True
         if cache is True:
             cache = ResponseCache(cache_dir)
         elif cache is False:
             cache = None
-        return cls(endpoint, chosen, name=name, cache=cache, offline=offline, client=client if owned else None, **options)
+        return cls(endpoint, chosen, name=name, cache=cache, offline=offline, client=client if owned else None,
+                   own_cache=own_cache, **options)
 
     async def __aenter__(self) -> "KG":
         return self
@@ -98,9 +151,25 @@ class KG:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self.endpoint.aclose()
-        if self._client is not None:
-            await self._client.aclose()
+        """Refuse new calls, cancel queries in flight, flush the cache, close what the KG opened (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self.endpoint.aclose()
+        finally:
+            if self._client is not None:
+                await self._client.aclose()
+            if self._own_cache and self.endpoint.cache is not None:
+                await asyncio.to_thread(self.endpoint.cache.close)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise Closed(f"KG {self.name!r} is closed: open a new one (async with KG.open(...) as kg)")
 
     @property
     def stats(self) -> Counter[str]:
@@ -113,11 +182,30 @@ class KG:
 
     # -- raw -------------------------------------------------------------------------------------
     async def select(self, query: str) -> SelectResult:
-        """Run any SELECT/ASK through the cache."""
+        """Run any SELECT/ASK through the cache; the answer is checked against the query's form and variables."""
+        self._check_open()
         return await self.endpoint.select(query)
 
     async def _gather(self, queries: Iterable[str]) -> list[SelectResult]:
-        return list(await asyncio.gather(*(self.endpoint.select(q) for q in queries)))
+        """All answers, or the first error with every sibling query cancelled."""
+        self._check_open()
+        queries = list(queries)
+        if len(queries) <= 1:
+            return [await self.endpoint.select(q) for q in queries]
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(self.endpoint.select(q)) for q in queries]
+        except BaseExceptionGroup as failed:
+            raise _first_error(failed) from None
+        return [task.result() for task in tasks]
+
+    @staticmethod
+    def _flag(answer, results: Sequence[SelectResult]):
+        """Mark `answer` partial when any of `results` was."""
+        if any(r.partial for r in results):
+            notes = tuple(dict.fromkeys(r.note or "partial answer" for r in results if r.partial))
+            return mark(answer, True, notes)
+        return answer
 
     def _short(self, term: Term) -> str:
         if term.kind == "uri":
@@ -125,20 +213,22 @@ class KG:
         return term.value
 
     def _directions(self, direction: str) -> tuple[str, ...]:
-        if direction == "both":
+        if isinstance(direction, str) and direction == "both":
             return DIRECTIONS
         return (check_direction(direction),)
 
     # -- relations -------------------------------------------------------------------------------
-    async def relations(self, entity: str, direction: str = "both") -> list[Relation]:
+    async def relations(self, entity: str, direction: str = "both") -> Answer:
         """Relations of one entity (outgoing first), filtered by the dialect's relation filter."""
+        self.dialect.check_entity(entity)
         return (await self.relations_many([entity], direction))[entity]
 
-    async def relations_many(self, entities: Sequence[str], direction: str = "both") -> dict[str, list[Relation]]:
+    async def relations_many(self, entities: Sequence[str], direction: str = "both") -> AnswerMap:
         """Relations of a beam of entities, one query per batch and direction, split back per entity.
 
         Only relations `neighbors` can ask about are listed, so every one can be followed.
         """
+        entities = _sequence(entities, "entity list", "['Q42', 'Q5']")
         entities = list(dict.fromkeys(self.dialect.check_entity(e) for e in entities))
         directions = self._directions(direction)
         jobs = [(d, batch) for d in directions for batch in _chunks(entities, self.batch_size)]
@@ -158,7 +248,7 @@ class KG:
                     self._relation_labels[rel] = label
                 entity = self._short(row["e"])
                 found.setdefault(entity, {}).setdefault((rel, d), Relation(self.name, entity, rel, d, label))
-        return {e: list(found.get(e, {}).values()) for e in entities}
+        return self._flag(AnswerMap((e, Answer(found.get(e, {}).values())) for e in entities), results)
 
     def _queryable(self, relation: str) -> bool:
         """Whether `neighbors` could ask about this relation (a dump may hold ids the dialect refuses)."""
@@ -174,14 +264,17 @@ class KG:
         return self.dialect.relations(batch, direction)
 
     # -- neighbours ------------------------------------------------------------------------------
-    async def neighbors(self, entity: str, relation: str, direction: str = "out", *, limit: int | None = None) -> list[Edge]:
-        """Far ends of `entity` over `relation` in one direction (a compound `r1|r2` crosses its CVT)."""
-        key = (entity, relation, check_direction(direction))
+    async def neighbors(self, entity: str, relation: str, direction: str = "out", *, limit: int | None = None) -> Answer:
+        """Far ends of `entity` over `relation` in one direction (a compound `r1|r2` crosses its CVT).
+
+        `limit` is None (all) or a whole number ≥ 1; 0 and negatives are refused."""
+        key = (self.dialect.check_entity(entity), self.dialect.check_relation(relation), check_direction(direction))
         return (await self.neighbors_many([key], limit=limit))[key]
 
-    async def neighbors_many(self, triples: Sequence[Triple], *, limit: int | None = None) -> dict[Triple, list[Edge]]:
+    async def neighbors_many(self, triples: Sequence[Triple], *, limit: int | None = None) -> AnswerMap:
         """Neighbours of many (entity, relation, direction) at once; `limit` caps each triple's edges."""
-        keys = list(dict.fromkeys((self.dialect.check_entity(e), self.dialect.check_relation(r), check_direction(d)) for e, r, d in triples))
+        limit = terms.optional_limit(limit)
+        keys = list(dict.fromkeys(self._triple(t) for t in _sequence(triples, "triple list", "[('Q42', 'P69', 'out')]")))
         groups: dict[tuple[str, bool], list[tuple[str, str]]] = defaultdict(list)
         for e, r, d in keys:
             groups[(d, COMPOUND_SEP in r)].append((e, r))
@@ -192,11 +285,19 @@ class KG:
         out: dict[Triple, dict[tuple, Edge]] = {k: {} for k in keys}
         for (d, _), result in zip(jobs, results):
             for row in result.rows:
+                if "e" not in row or "r" not in row or "x" not in row:
+                    continue  # unbound in a row: nothing to report (the head was checked)
                 edge = self._edge(row, d)
                 bucket = out.get((edge.origin, edge.relation, d))
                 if bucket is not None and (limit is None or len(bucket) < limit):
                     bucket.setdefault((edge.subject, edge.object, edge.via), edge)
-        return {k: list(v.values()) for k, v in out.items()}
+        return self._flag(AnswerMap((k, Answer(v.values())) for k, v in out.items()), results)
+
+    def _triple(self, triple) -> Triple:
+        if isinstance(triple, (str, bytes)) or not isinstance(triple, Sequence) or len(triple) != 3:
+            raise InvalidIdentifier(f"invalid triple {terms._show(triple)}: expected (entity, relation, direction) like ('Q42', 'P69', 'out')")
+        e, r, d = triple
+        return (self.dialect.check_entity(e), self.dialect.check_relation(r), check_direction(d))
 
     def _edge(self, row: dict[str, Term], direction: str) -> Edge:
         origin = self._short(row["e"])
@@ -214,9 +315,9 @@ class KG:
         return Edge(subject=far_id, object=origin, subject_label=far_label, **common)
 
     # -- labels and search -----------------------------------------------------------------------
-    async def labels(self, ids: Sequence[str]) -> dict[str, Label]:
+    async def labels(self, ids: Sequence[str]) -> AnswerMap:
         """Label, description and aliases of each id (entities or properties); unknown ids get `label=None`."""
-        ids = list(dict.fromkeys(self.dialect.check_entity(i) for i in ids))
+        ids = list(dict.fromkeys(self.dialect.check_entity(i) for i in _sequence(ids, "id list", "['Q42']")))
         results = await self._gather(self.dialect.labels(batch) for batch in _chunks(ids, self.batch_size))
         names: dict[str, str] = {}
         descriptions: dict[str, str] = {}
@@ -224,6 +325,8 @@ class KG:
         fallback: dict[str, str] = {}
         for result in results:
             for row in result.rows:
+                if "id" not in row:
+                    continue
                 key = self._short(row["id"])
                 if "label" in row:
                     names.setdefault(key, row["label"].value)
@@ -233,13 +336,15 @@ class KG:
                     aliases[key][row["alias"].value] = None
                 if "same" in row:  # ToG's owl:sameAs fallback name
                     fallback.setdefault(key, self._short(row["same"]))
-        return {
-            i: Label(i, names.get(i) or fallback.get(i), descriptions.get(i), tuple(aliases.get(i, ())))
+        return self._flag(AnswerMap(
+            (i, Label(i, names.get(i) or fallback.get(i), descriptions.get(i), tuple(aliases.get(i, ()))))
             for i in ids
-        }
+        ), results)
 
-    async def search(self, text: str, limit: int = 10, *, mode: str | None = None) -> list[Hit]:
+    async def search(self, text: str, limit: int = 10, *, mode: str | None = None) -> Answer:
         """Entities whose label or alias matches `text` (exact by default; `contains`; `mwapi` on WDQS)."""
+        if mode == "mwapi" and self.dialect.search_mode != "mwapi":
+            raise InvalidIdentifier(f"search mode 'mwapi' needs the Wikidata Query Service; KG {self.name!r} is not one: use exact or contains")
         result = await self.select(self.dialect.search(text, limit, mode))  # type: ignore[arg-type]
         hits: dict[str, Hit] = {}
         for row in result.rows:
@@ -247,20 +352,23 @@ class KG:
                 continue
             key = self._short(row["id"])
             hits.setdefault(key, Hit(key, row["label"].value if "label" in row else None, row["desc"].value if "desc" in row else None))
-        return list(hits.values())
+        return self._flag(Answer(hits.values()), [result])
 
-    async def match_labels(self, texts: Sequence[str]) -> dict[str, list[Hit]]:
+    async def match_labels(self, texts: Sequence[str]) -> AnswerMap:
         """Exact label/alias matches for many texts at once (entity linking): text -> hits."""
+        texts = _sequence(texts, "text list", "['Douglas Adams']")
+        if any(not isinstance(t, str) for t in texts):
+            raise InvalidIdentifier("invalid text list: every item must be a string such as 'Douglas Adams'")
         texts = list(dict.fromkeys(t.strip() for t in texts if t.strip()))
         results = await self._gather(self.dialect.match_labels(batch) for batch in _chunks(texts, self.batch_size))
         found: dict[str, dict[str, Hit]] = {t: {} for t in texts}
         for result in results:
             for row in result.rows:
-                if "id" in row and row["id"].kind == "uri":
+                if "id" in row and "l" in row and row["id"].kind == "uri":
                     key = self._short(row["id"])
                     if self.dialect.short(row["id"].value) is not None:
                         found.setdefault(row["l"].value, {}).setdefault(key, Hit(key, row["label"].value if "label" in row else None))
-        return {t: list(found.get(t, {}).values()) for t in texts}
+        return self._flag(AnswerMap((t, Answer(found.get(t, {}).values())) for t in texts), results)
 
     def check(self, entity: str) -> str:
         """Validate an entity id for this KG's dialect (raises InvalidIdentifier)."""

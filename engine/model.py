@@ -81,3 +81,33 @@ class Hit:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "label": self.label, "description": self.description}
+
+
+class Answer(list):
+    """A list of records that says whether it is complete.
+
+    `partial` is True when an answer it was built from was partial (the KG was opened with
+    `partial="allow"` and the server cut or timed out the query); `notes` hold the servers' reasons.
+    Complete answers are `Answer`s too, with `partial=False`, so callers can always ask.
+    """
+
+    partial: bool = False
+    notes: tuple[str, ...] = ()
+
+
+class AnswerMap(dict):
+    """A dict of per-key answers (the `*_many` forms, `labels`) with the same `partial`/`notes`."""
+
+    partial: bool = False
+    notes: tuple[str, ...] = ()
+
+
+def mark(answer, partial: bool, notes: tuple[str, ...] = ()):
+    """Set `partial`/`notes` on an `Answer`/`AnswerMap` (and on the lists inside a map)."""
+    if partial:
+        answer.partial, answer.notes = True, notes
+        if isinstance(answer, dict):
+            for value in answer.values():
+                if isinstance(value, Answer):
+                    value.partial, value.notes = True, notes
+    return answer

@@ -21,6 +21,7 @@ from .errors import InvalidIdentifier
 Direction = TypingLiteral["out", "in"]
 DIRECTIONS: tuple[Direction, ...] = ("out", "in")
 SearchMode = TypingLiteral["exact", "contains", "mwapi"]
+SEARCH_MODES: tuple[str, ...] = ("exact", "contains", "mwapi")
 
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 OWL_SAMEAS = "http://www.w3.org/2002/07/owl#sameAs"
@@ -28,7 +29,7 @@ COMPOUND_SEP = "|"
 
 
 def check_direction(direction: str) -> Direction:
-    if direction not in DIRECTIONS:
+    if not isinstance(direction, str) or direction not in DIRECTIONS:
         raise InvalidIdentifier(f"invalid direction {direction!r}: expected 'out' or 'in'")
     return direction  # type: ignore[return-value]
 
@@ -123,7 +124,9 @@ class Dialect:
     def search(self, text: str, limit: int = 10, mode: SearchMode | None = None) -> str:
         """Entities whose label (or alias) is `text` (exact), or contains it case-insensitively."""
         terms.positive_int(limit)
-        mode = mode or self.search_mode
+        mode = self.search_mode if mode is None else mode
+        if not isinstance(mode, str) or mode not in SEARCH_MODES:
+            raise InvalidIdentifier(f"unknown search mode {mode!r}: use exact, contains or mwapi (mwapi on WDQS only)")
         if not isinstance(text, str) or not text.strip():
             raise InvalidIdentifier("empty search text: give a label such as 'Douglas Adams'")
         text = text.strip()
@@ -147,7 +150,9 @@ class Dialect:
 
     def match_labels(self, texts: Sequence[str]) -> str:
         """Entities whose label or alias is exactly one of `texts` (any case given), in one query."""
-        texts = _unique(t.strip() for t in texts if isinstance(t, str) and t.strip())
+        if isinstance(texts, str) or any(not isinstance(t, str) for t in texts):
+            raise InvalidIdentifier("invalid label list: expected a list of strings such as ['Douglas Adams']")
+        texts = _unique(t.strip() for t in texts if t.strip())
         if not texts:
             raise InvalidIdentifier("no label to match: give at least one non-empty text")
         values = " ".join(f"{terms.literal(t, self.lang)} {terms.literal(t)}" for t in texts)
@@ -161,7 +166,8 @@ class Dialect:
         raise InvalidIdentifier(f"search mode 'mwapi' needs a Wikidata endpoint; use exact or contains with {self.name}")
 
     def _finish(self, body: str, limit: int | None) -> str:
-        return self._prefixes() + body + (f" LIMIT {terms.positive_int(limit)}" if limit else "")
+        limit = terms.optional_limit(limit)
+        return self._prefixes() + body + (f" LIMIT {limit}" if limit is not None else "")
 
     def _prefixes(self) -> str:
         return ""
@@ -203,7 +209,7 @@ class WikidataDialect(Dialect):
         for ns in _WD_NAMESPACES:
             if iri.startswith(ns):
                 local = iri[len(ns):]
-                return local if terms.WIKIDATA_ID.match(local) else None
+                return local if terms.WIKIDATA_ID.fullmatch(local) else None
         return None
 
     def relations(self, entities: Sequence[str], direction: Direction) -> str:

@@ -45,3 +45,47 @@ class DatasetError(KgfedError, ValueError):
 
 class LLMError(KgfedError):
     """An LLM provider failed, or a replay has no recorded reply for a prompt."""
+
+
+class UnexpectedAnswer(EndpointError):
+    """A well-formed answer of the wrong shape: other variables, or ASK for SELECT (never cached; retried)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=True)
+
+
+class InvalidQuery(KgfedError, ValueError):
+    """A query or query argument kgfed refuses before sending it (not text, a lone surrogate, CONSTRUCT…)."""
+
+
+class Closed(KgfedError):
+    """A KG or response cache used after `aclose()`/`close()`: open a new one."""
+
+
+# -- HTTP failures by kind (raised by `kgfed.endpoints.client`; all are EndpointErrors) -------------
+class EndpointTimeout(EndpointError):
+    """No answer within the client's time limit (nothing was received)."""
+
+
+class QueryTimeout(EndpointTimeout):
+    """The server stopped the query at its own time limit (e.g. QLever's HTTP 429 "Operation timed out")."""
+
+
+class EndpointConnectionError(EndpointError):
+    """The connection failed or dropped (DNS, refused, reset, truncated body)."""
+
+
+class HttpStatusError(EndpointError):
+    """The server answered with an HTTP error status (`status` holds it)."""
+
+
+class NotAnAnswer(EndpointError):
+    """A 2xx whose body is not the document asked for (an HTML page, a plain-text notice); never cached."""
+
+
+class UserAgentRejected(NotAnAnswer):
+    """Wikimedia refused the request for its User-Agent (robot-policy text with HTTP 200, or HTTP 403)."""
+
+
+class ClientClosed(Closed, EndpointError):
+    """A request on an HttpClient that was already closed."""

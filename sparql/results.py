@@ -1,11 +1,18 @@
-"""SPARQL 1.1 JSON results parsed into typed, serialisable values."""
+"""SPARQL 1.1 JSON results parsed into typed, serialisable values, and checked against what was asked.
+
+A 200 answer that parses is not yet a right answer: `Expect` says what the query asked for (SELECT or
+ASK, and which variables the caller reads), and `check_answer` refuses anything else with a one-line
+`UnexpectedAnswer` before it can be cached or read. `query_form` finds SELECT/ASK/CONSTRUCT/DESCRIBE
+after the prologue (PREFIX, BASE, comments), so raw queries are checked against their own form.
+"""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal as TypingLiteral, NamedTuple
 
-from .errors import EndpointError
+from .errors import EndpointError, InvalidQuery, UnexpectedAnswer
 
 TermKind = TypingLiteral["uri", "literal", "bnode"]
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -75,6 +82,7 @@ class SelectResult:
     rows: list[Row] = field(default_factory=list)
     partial: bool = False
     note: str | None = None  # e.g. the server's reason for a partial answer
+    boolean: bool | None = None  # set for an ASK answer (then vars == ["boolean"], one row)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -84,7 +92,9 @@ class SelectResult:
         return [row[var] for row in self.rows if var in row]
 
     def to_json(self) -> dict[str, Any]:
-        """SPARQL-JSON document (what the cache stores)."""
+        """SPARQL-JSON document (an ASK answer as `{"head": {}, "boolean": …}`)."""
+        if self.boolean is not None:
+            return {"head": {}, "boolean": self.boolean}
         doc: dict[str, Any] = {
             "head": {"vars": list(self.vars)},
             "results": {"bindings": [{k: t.to_json() for k, t in row.items()} for row in self.rows]},
@@ -126,7 +136,9 @@ def parse_sparql_json(body: str | bytes | dict[str, Any], *, source: str = "endp
     if not isinstance(doc, dict):
         raise EndpointError(f"{source} returned JSON that is not a SPARQL results document")
     if "boolean" in doc:  # ASK
-        return SelectResult(vars=["boolean"], rows=[{"boolean": Term("literal", str(doc["boolean"]).lower(), None, XSD + "boolean")}])
+        if not isinstance(doc["boolean"], bool):
+            raise EndpointError(f"{source} returned an ASK answer whose boolean is {str(doc['boolean'])[:20]!r}, not true/false")
+        return ask_result(doc["boolean"])
     try:
         variables = list(doc["head"].get("vars", []))
         bindings = doc["results"]["bindings"]
@@ -141,3 +153,129 @@ def parse_sparql_json(body: str | bytes | dict[str, Any], *, source: str = "endp
         rows.append({name: _term(value) for name, value in binding.items()})
     extra = doc.get("kgfed") or {}
     return SelectResult(variables, rows, partial=bool(extra.get("partial")), note=extra.get("note"))
+
+
+def ask_result(value: bool) -> SelectResult:
+    """The answer to an ASK query."""
+    return SelectResult(["boolean"], [{"boolean": Term("literal", "true" if value else "false", None, XSD + "boolean")}],
+                        boolean=bool(value))
+
+
+# -- what was asked --------------------------------------------------------------------------------
+QueryForm = TypingLiteral["SELECT", "ASK", "CONSTRUCT", "DESCRIBE"]
+# The prologue before the query form: whitespace, comments, BASE <iri>, PREFIX p: <iri>, Virtuoso's
+# `DEFINE name "value"` pragmas. IRIs may contain '#', so they are skipped as whole tokens.
+_PROLOGUE = re.compile(
+    r"""(?:\s+|\#[^\n\r]*|BASE\s*<[^<>]*>|PREFIX\s+[^\s:]*:\s*<[^<>]*>|DEFINE\s+\S+\s+(?:"[^"\n]*"|'[^'\n]*'|<[^<>]*>|\S+))""",
+    re.IGNORECASE,
+)
+_FORM = re.compile(r"(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.IGNORECASE)
+_PROJECTION = re.compile(r"\s*(?:DISTINCT\b|REDUCED\b)?(.*?)(?:\bWHERE\b|\{|\bFROM\b)", re.IGNORECASE | re.DOTALL)
+_PROJECTION_TOKEN = re.compile(r"\(|\)|\bAS\s+[?$](\w+)|[?$](\w+)|\*", re.IGNORECASE)
+
+
+def query_form(query: str) -> QueryForm | None:
+    """SELECT/ASK/CONSTRUCT/DESCRIBE of a query, read after its prologue; None when it cannot tell."""
+    return _form(query)[0]
+
+
+def _form(query: str) -> tuple[QueryForm | None, int]:
+    pos = 0
+    while True:
+        match = _PROLOGUE.match(query, pos)
+        if match is None or match.end() == pos:
+            break
+        pos = match.end()
+    form = _FORM.match(query, pos)
+    return (form.group(1).upper(), form.end()) if form else (None, pos)  # type: ignore[return-value]
+
+
+def projected_vars(query: str, start: int) -> frozenset[str]:
+    """Variables a SELECT projects (`?x`, `(… AS ?n)`); empty for `SELECT *` or when unclear."""
+    match = _PROJECTION.match(query, start)
+    if match is None:
+        return frozenset()
+    depth, found = 0, set()
+    for token in _PROJECTION_TOKEN.finditer(match.group(1)):
+        text = token.group(0)
+        if text == "*" and depth == 0:
+            return frozenset()
+        if text == "(":
+            depth += 1
+        elif text == ")":
+            depth = max(0, depth - 1)
+        elif token.group(1):
+            found.add(token.group(1))
+        elif token.group(2) and depth == 0:
+            found.add(token.group(2))
+    return frozenset(found)
+
+
+def check_query_text(query: object) -> str:
+    """`query` if it is text that can be sent (UTF-8 encodable, not empty), else InvalidQuery."""
+    if not isinstance(query, str):
+        raise InvalidQuery(f"invalid query {type(query).__name__}: expected the SPARQL text as a str")
+    if not query.strip():
+        raise InvalidQuery("empty query: give a SPARQL SELECT or ASK")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidQuery(f"query holds a lone surrogate {query[exc.start]!r} at {exc.start}: pass valid Unicode text") from None
+    return query
+
+
+@dataclass(frozen=True, slots=True)
+class Expect:
+    """What an answer must look like: its form and the variables the caller reads (all in `head.vars`)."""
+
+    form: TypingLiteral["SELECT", "ASK"] | None = "SELECT"  # None: either (form unknown)
+    vars: frozenset[str] = frozenset()
+
+    @classmethod
+    def select(cls, *variables: str) -> "Expect":
+        return cls("SELECT", frozenset(variables))
+
+    @classmethod
+    def of_query(cls, query: str) -> "Expect":
+        """The expectation a query carries by itself (form, projected variables); CONSTRUCT/DESCRIBE are refused."""
+        form, end = _form(query)
+        if form in {"CONSTRUCT", "DESCRIBE"}:
+            raise InvalidQuery(f"{form} query: kgfed's select takes SELECT or ASK (graphs come back as rows only)")
+        return cls(form, projected_vars(query, end) if form == "SELECT" else frozenset())  # type: ignore[arg-type]
+
+    def fits(self, result: SelectResult) -> bool:
+        """Cheap re-check (e.g. of a cache entry): form and variables."""
+        if self.form == "ASK":
+            return result.boolean is not None
+        if self.form == "SELECT" and result.boolean is not None:
+            return False
+        return self.vars.issubset(result.vars)
+
+
+def check_answer(result: SelectResult, expect: Expect, *, source: str) -> SelectResult:
+    """`result` if it answers what `expect` says was asked, else `UnexpectedAnswer` naming what came back."""
+    if expect.form == "ASK" and result.boolean is None:
+        raise UnexpectedAnswer(f"{source} answered an ASK query with a SELECT table (vars {_names(result.vars)}): "
+                               "the endpoint is misconfigured or not a SPARQL endpoint")
+    if expect.form == "SELECT" and result.boolean is not None:
+        raise UnexpectedAnswer(f"{source} answered a SELECT query with an ASK boolean ({str(result.boolean).lower()}): "
+                               "the endpoint is misconfigured or rewrote the query")
+    if result.boolean is not None:
+        return result
+    missing = expect.vars.difference(result.vars)
+    if missing:
+        raise UnexpectedAnswer(f"{source} answered without the variables asked for: missing {_names(missing)}, "
+                               f"got {_names(result.vars)}: the endpoint rewrote or misread the query")
+    declared = set(result.vars)
+    for row in result.rows:
+        if not declared.issuperset(row):
+            stray = sorted(set(row) - declared)
+            raise UnexpectedAnswer(f"{source} answered with rows binding {_names(stray)}, not in its head.vars "
+                                   f"{_names(result.vars)}: a malformed answer")
+    return result
+
+
+def _names(variables) -> str:
+    shown = sorted(variables) if not isinstance(variables, list) else variables
+    text = " ".join(f"?{v}" for v in shown[:8]) + (" …" if len(shown) > 8 else "")
+    return f"[{text}]" if text else "[]"

@@ -1,7 +1,7 @@
 """Validation and escaping of everything that enters a query.
 
 No user string is ever pasted into SPARQL unchecked: identifiers must match a strict pattern for
-their dialect (otherwise `InvalidIdentifier`), IRIs must be absolute and free of the characters the
+their dialect (the whole string: `fullmatch`, so a trailing newline is refused) (otherwise `InvalidIdentifier`), IRIs must be absolute and free of the characters the
 SPARQL grammar forbids inside `<...>`, and literals are escaped per the SPARQL 1.1 `STRING_LITERAL2`
 rule (ECHAR escapes for quote, backslash and line breaks).
 """
@@ -22,6 +22,7 @@ FREEBASE_RELATION = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+){1,6}$")  # real
 _IRI_FORBIDDEN = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 _IRI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _LANG_TAG = re.compile(r"^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates: not encodable, never valid text
 
 
 def _show(value: object) -> str:
@@ -32,7 +33,7 @@ def _show(value: object) -> str:
 
 def wikidata_id(value: str, kinds: str = "QPL") -> str:
     """Return `value` if it is a Wikidata id of one of `kinds` (e.g. 'Q' or 'P'), else raise."""
-    if not isinstance(value, str) or not WIKIDATA_ID.match(value) or value[0] not in kinds:
+    if not isinstance(value, str) or not WIKIDATA_ID.fullmatch(value) or value[0] not in kinds:
         want = {"Q": "an item id like Q42", "P": "a property id like P69"}.get(kinds, "a Wikidata id like Q42 or P69")
         raise InvalidIdentifier(f"invalid Wikidata id {_show(value)}: expected {want}")
     return value
@@ -40,14 +41,14 @@ def wikidata_id(value: str, kinds: str = "QPL") -> str:
 
 def freebase_mid(value: str) -> str:
     """Return `value` if it is a Freebase machine id (m.0abc, g.11b…), else raise."""
-    if not isinstance(value, str) or not FREEBASE_MID.match(value):
+    if not isinstance(value, str) or not FREEBASE_MID.fullmatch(value):
         raise InvalidIdentifier(f"invalid Freebase id {_show(value)}: expected a mid like m.0d3k14 or g.11b6gq6dl2")
     return value
 
 
 def freebase_relation(value: str) -> str:
     """Return `value` if it is a Freebase relation id (people.person.nationality), else raise."""
-    if not isinstance(value, str) or not FREEBASE_RELATION.match(value):
+    if not isinstance(value, str) or not FREEBASE_RELATION.fullmatch(value):
         raise InvalidIdentifier(
             f"invalid Freebase relation {_show(value)}: expected dotted words like people.person.nationality"
         )
@@ -56,7 +57,7 @@ def freebase_relation(value: str) -> str:
 
 def iri(value: str) -> str:
     """Return `<value>` if `value` is an absolute IRI that is safe inside `<...>`, else raise."""
-    if not isinstance(value, str) or not _IRI_SCHEME.match(value) or _IRI_FORBIDDEN.search(value):
+    if not isinstance(value, str) or not _IRI_SCHEME.match(value) or _IRI_FORBIDDEN.search(value) or _SURROGATE.search(value):
         raise InvalidIdentifier(
             f"invalid IRI {_show(value)}: expected an absolute IRI without spaces, quotes, <, >, {{, }}, |, ^, ` or \\"
         )
@@ -73,10 +74,13 @@ def literal(text: str, lang: str | None = None) -> str:
         raise InvalidIdentifier(f"invalid literal {_show(text)}: expected a string")
     if "\x00" in text:
         raise InvalidIdentifier("invalid literal: NUL characters are not allowed in a query; remove them")
+    bad = _SURROGATE.search(text)
+    if bad:
+        raise InvalidIdentifier(f"invalid literal: lone surrogate {bad.group(0)!r} at {bad.start()}; pass valid Unicode text")
     body = _ECHAR_RE.sub(lambda m: _ECHAR[m.group(0)], text)
     if lang is None:
         return f'"{body}"'
-    if not _LANG_TAG.match(lang):
+    if not isinstance(lang, str) or not _LANG_TAG.fullmatch(lang):
         raise InvalidIdentifier(f"invalid language tag {_show(lang)}: expected a BCP 47 tag like en or pt-BR")
     return f'"{body}"@{lang}'
 
@@ -86,6 +90,11 @@ def positive_int(value: int, name: str = "limit") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidIdentifier(f"invalid {name} {_show(value)}: expected a whole number ≥ 1")
     return value
+
+
+def optional_limit(value: int | None, name: str = "limit") -> int | None:
+    """None (no limit) or an integer ≥ 1; 0, negatives, bools and non-integers are refused alike."""
+    return None if value is None else positive_int(value, name)
 
 
 def values_block(variables: Sequence[str], rows: Iterable[Sequence[str]]) -> str:

@@ -1,6 +1,6 @@
 """Virtuoso's partial answers on a real server: the anytime timeout (HTTP 200 + `X-SQL-State: S1TAT`)
-and the `ResultSetMaxRows` cap are reported as partial by `HttpEndpoint`, retried or raised as
-configured, and never stored by the response cache."""
+and the `ResultSetMaxRows` cap raise `PartialResult` by default, are retried (then raised) or returned
+flagged with `partial="allow"`, and are never stored by the response cache."""
 from __future__ import annotations
 
 import asyncio
@@ -56,34 +56,36 @@ def _run(server: VirtuosoServer, tmp_path, queries: list[str], **options):
 
 def test_anytime_timeout_is_partial_and_not_cached(tiny_virtuoso, tmp_path):
     """With `timeout=200` ms Virtuoso answers 200 OK with incomplete rows: reported, never cached."""
-    (first, second), cached, stats, requests = _run(tiny_virtuoso, tmp_path, [HEAVY, HEAVY], timeout_ms=200)
+    (first, second), cached, stats, requests = _run(tiny_virtuoso, tmp_path, [HEAVY, HEAVY], timeout_ms=200, partial="allow")
     assert first.partial and "incomplete results" in first.note  # Virtuoso's own X-SQL-Message
     assert second.partial
     assert cached == 0 and stats["cache_hits"] == 0 and stats["partial"] == 2 and requests == 2
 
 
 def test_anytime_timeout_retry_and_error_policies(tiny_virtuoso, tmp_path):
-    """`partial="retry"` re-sends with a 4x longer timeout up to the ceiling; `partial="error"` raises."""
+    """`partial="retry"` re-sends with a 4x longer timeout up to the ceiling, then raises (never a silent
+    partial answer); `partial="error"` (the default) raises at once."""
     (result,), cached, _, requests = _run(tiny_virtuoso, tmp_path, [HEAVY], timeout_ms=100, partial="retry", max_timeout_ms=400)
-    assert result.partial and requests == 2 and cached == 0  # 100 ms, then 400 ms, still incomplete
-    (error,), cached, _, _ = _run(tiny_virtuoso, tmp_path, [HEAVY], timeout_ms=200, partial="error")
+    assert isinstance(result, PartialResult) and "after 2 attempts" in str(result)
+    assert requests == 2 and cached == 0  # 100 ms, then 400 ms, still incomplete
+    (error,), cached, _, _ = _run(tiny_virtuoso, tmp_path, [HEAVY], timeout_ms=200)
     assert isinstance(error, PartialResult) and "partial result" in str(error) and cached == 0
 
 
 def test_row_cap_truncation_is_partial_and_not_cached(tiny_virtuoso, tmp_path):
     """A result cut at ResultSetMaxRows (declared as `max_rows`) is partial; a small complete one is cached."""
     small = f"SELECT ?s ?p ?o WHERE {{ ?s ?p ?o }} LIMIT {CAP // 5}"
-    (cut, whole), cached, stats, _ = _run(tiny_virtuoso, tmp_path, [ALL_TRIPLES, small], max_rows=CAP)
+    (cut, whole), cached, stats, _ = _run(tiny_virtuoso, tmp_path, [ALL_TRIPLES, small], max_rows=CAP, partial="allow")
     assert len(cut.rows) == CAP and cut.partial and "ResultSetMaxRows" in cut.note
     assert len(whole.rows) == CAP // 5 and not whole.partial
     assert cached == 1 and stats["partial"] == 1
-    (again, _), cached, stats, requests = _run(tiny_virtuoso, tmp_path, [ALL_TRIPLES, small], max_rows=CAP)
+    (again, _), cached, stats, requests = _run(tiny_virtuoso, tmp_path, [ALL_TRIPLES, small], max_rows=CAP, partial="allow")
     assert again.partial and stats["cache_hits"] == 1 and requests == 1  # only the complete answer came from the cache
 
 
 def test_row_cap_below_query_limit_is_partial(tiny_virtuoso, tmp_path):
     query = f"SELECT ?s ?p ?o WHERE {{ ?s ?p ?o }} LIMIT {CAP + 10}"
-    (cut,), cached, _, _ = _run(tiny_virtuoso, tmp_path, [query], max_rows=CAP)
+    (cut,), cached, _, _ = _run(tiny_virtuoso, tmp_path, [query], max_rows=CAP, partial="allow")
     assert len(cut.rows) == CAP  # Virtuoso returned 50 of the 60 rows asked for
     assert cut.partial and cached == 0
 
@@ -92,7 +94,7 @@ def test_row_cap_detected_from_the_header_alone(tiny_virtuoso, tmp_path):
     """Without `max_rows` configured, Virtuoso's X-SPARQL-MaxRows header (sent only when the cap cut
     the answer) marks truncation; an answer under the cap is complete and cached."""
     over, under = f"{ALL_TRIPLES} LIMIT {CAP + 10}", f"{ALL_TRIPLES} LIMIT {CAP - 10}"
-    (cut, whole, unlimited), cached, stats, _ = _run(tiny_virtuoso, tmp_path, [over, under, ALL_TRIPLES])
+    (cut, whole, unlimited), cached, stats, _ = _run(tiny_virtuoso, tmp_path, [over, under, ALL_TRIPLES], partial="allow")
     assert len(cut.rows) == CAP and cut.partial and f"cap of {CAP} rows" in cut.note
     assert len(unlimited.rows) == CAP and unlimited.partial
     assert len(whole.rows) == CAP - 10 and not whole.partial
