@@ -1,52 +1,134 @@
-"""The shared aiohttp client: one session, polite per-host limits, retries, and honest errors.
+"""The shared HTTP client: one per run, polite per host, retries, and honest typed errors.
 
-Wikimedia's rules shape the defaults: a descriptive User-Agent, a low per-host concurrency cap, a 60 s
-query timeout, and on HTTP 429 the whole host pauses for `Retry-After` (ignoring it on WDQS earns a
-24 h ban). 5xx answers and dropped connections are retried with exponential backoff and full jitter.
+Every KG, the Wikipedia text source and the OpenAI-compatible LLM of a run share one `HttpClient`, so
+one host is one politeness domain: its concurrency cap, its per-minute budget and its 429 pauses hold
+for all of them together. Bytes move through an injectable `AsyncTransport` (aiohttp by default,
+`MockTransport` in tests), so fault tests run this code without sockets.
+
+Wikimedia's rules shape the defaults:
+
+- User-Agent `kgfed/VERSION (CONTACT) aiohttp/VERSION` (the User-Agent policy's form). The contact
+  comes from `contact=`, `$KGFED_CONTACT` or `contact = "..."` in the config file
+  (`$KGFED_CONFIG`, default `~/.config/kgfed/config.toml`); without one, the first request to a
+  Wikimedia host logs a one-line warning saying how to set it (WDQS answers such requests with a
+  robot-policy notice, or 403).
+- At most 5 parallel queries to WDQS, 3 to the Wikimedia APIs (their published advice), and a
+  client-side per-minute budget per Wikimedia API host (`[budgets]` in the config file overrides).
+- An OAuth 2.0 access token from `$KGFED_WIKIMEDIA_TOKEN` goes (as `Authorization: Bearer`) to
+  Wikimedia API hosts only, and raises their budget; cassettes filter the header, caches never see it.
+- On HTTP 429 the whole host pauses for `Retry-After` (ignoring it on WDQS earns a 24 h ban), except
+  QLever's 429 "Operation timed out", which is a query timeout: raised at once, never retried.
+- 5xx answers and dropped connections are retried with exponential backoff and full jitter; a
+  robot-policy notice (HTTP 200 text or 403) raises `UserAgentRejected` at once.
 """
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
+import logging
+import os
 import random
+import re
 import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import aiohttp
-from multidict import CIMultiDict, CIMultiDictProxy
 
-from ..sparql.errors import EndpointError, RateLimited
-
-DEFAULT_USER_AGENT = (
-    "kgfed/0.1 (KBQA research engine; https://github.com/kgfed/kgfed; set --user-agent to add your contact) "
-    f"aiohttp/{aiohttp.__version__}"
+from ..sparql.errors import (
+    ClientClosed, EndpointConnectionError, EndpointError, EndpointTimeout, HttpStatusError, QueryTimeout,
+    RateLimited, UserAgentRejected,
 )
-# Hosts with published rate rules get a low default cap; everything else (local Virtuoso/Oxigraph) a high one.
+from .transport import (
+    AiohttpTransport, AsyncTransport, Request, Response, TransportConnectError, TransportTimeout, TransportTruncated,
+)
+
+__all__ = ["HttpClient", "Response", "DEFAULT_USER_AGENT", "POLITE_HOSTS", "parse_retry_after", "make_user_agent",
+           "resolve_contact", "is_wikimedia", "is_wikimedia_api"]
+
+log = logging.getLogger("kgfed.http")
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("kgfed")
+    except Exception:  # not installed as a distribution (a source checkout on sys.path)
+        return "0.1.0"
+
+
+VERSION = _version()
+CONTACT_ENV = "KGFED_CONTACT"
+TOKEN_ENV = "KGFED_WIKIMEDIA_TOKEN"
+CONFIG_ENV = "KGFED_CONFIG"
+DEFAULT_CONFIG = Path.home() / ".config" / "kgfed" / "config.toml"
+HOW_TO_SET_CONTACT = (f"set your contact (an email or a URL) with --contact, ${CONTACT_ENV} or contact = \"...\" "
+                      f"in {DEFAULT_CONFIG}")
+
+
+def make_user_agent(contact: str | None = None) -> str:
+    """`kgfed/VERSION (CONTACT) aiohttp/VERSION`, the form Wikimedia's User-Agent policy asks for."""
+    middle = f" ({contact.strip()})" if contact and contact.strip() else ""
+    return f"kgfed/{VERSION}{middle} aiohttp/{aiohttp.__version__}"
+
+
+DEFAULT_USER_AGENT = make_user_agent()  # no contact: the first Wikimedia request warns
+_CONTACT_IN_UA = re.compile(r"\([^)]*(@|https?://|[a-z0-9-]+\.[a-z]{2,})[^)]*\)", re.IGNORECASE)
+
+# Hosts with published rules get a low default cap; everything else (local Virtuoso/Oxigraph) a high one.
 POLITE_HOSTS = {
     "query.wikidata.org": 5,
     "query-main.wikidata.org": 5,
     "query-scholarly.wikidata.org": 5,
-    "www.wikidata.org": 5,
-    "en.wikipedia.org": 5,
+    "www.wikidata.org": 3,
+    "en.wikipedia.org": 3,
     "qlever.cs.uni-freiburg.de": 4,
     "qlever.dev": 4,
 }
+WIKIMEDIA_API_CONCURRENCY = 3  # "limit the number of concurrent requests to 3 or fewer" (Wikimedia APIs/Rate limits)
+# Client-side requests per minute per Wikimedia API host (api.php, REST). Kept below the published
+# global limits (https://www.mediawiki.org/wiki/Wikimedia_APIs/Rate_limits); `[budgets]` overrides.
+ANONYMOUS_BUDGET = 60
+AUTHENTICATED_BUDGET = 600
 RETRY_STATUSES = {500, 502, 503, 504}
+_WIKIMEDIA_DOMAINS = ("wikidata.org", "wikipedia.org", "wikimedia.org", "mediawiki.org", "wiktionary.org",
+                      "wikiquote.org", "wikisource.org", "wikibooks.org", "wikinews.org", "wikiversity.org", "wikivoyage.org")
+_warned_no_contact = False
 
 
-@dataclass
-class Response:
-    """A fully read HTTP response."""
+def is_wikimedia(host: str) -> bool:
+    """A host run by the Wikimedia Foundation (its User-Agent and robot policies apply)."""
+    host = host.split(":")[0].lower()
+    return any(host == d or host.endswith("." + d) for d in _WIKIMEDIA_DOMAINS)
 
-    status: int
-    headers: CIMultiDictProxy[str] | CIMultiDict[str]
-    body: bytes
-    url: str
 
-    def text(self) -> str:
-        return self.body.decode("utf-8", "replace")
+def is_wikimedia_api(host: str) -> bool:
+    """A Wikimedia API host under the global per-minute limits (api.php, REST); not the query services."""
+    return is_wikimedia(host) and not host.split(":")[0].lower().startswith("query")
+
+
+def _read_config() -> dict:
+    path = Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG).expanduser()
+    if not path.is_file():
+        return {}
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EndpointError(f"cannot read the kgfed config file {path} ({exc}): fix its TOML or point ${CONFIG_ENV} elsewhere") from None
+
+
+def resolve_contact(explicit: str | None = None) -> str | None:
+    """The contact for the User-Agent: the argument, else $KGFED_CONTACT, else `contact` in the config file."""
+    for value in (explicit, os.environ.get(CONTACT_ENV), _read_config().get("contact")):
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -64,32 +146,53 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 class HttpClient:
-    """Async HTTP with per-host concurrency caps, retries and 429 handling; share one per process."""
+    """Async HTTP with per-host caps and budgets, retries, 429 handling and typed errors; one per run."""
 
     def __init__(
         self,
         *,
-        user_agent: str = DEFAULT_USER_AGENT,
+        user_agent: str | None = None,
+        contact: str | None = None,
         per_host: int = 16,
         host_limits: dict[str, int] | None = None,
+        budgets: Mapping[str, float] | None = None,
+        token: str | None = None,
         timeout: float = 60.0,
         retries: int = 4,
         backoff: float = 0.5,
         max_backoff: float = 30.0,
         max_retry_after: float = 300.0,
+        transport: AsyncTransport | None = None,
     ):
-        self.user_agent = user_agent
+        config = _read_config()
+        self.contact = resolve_contact(contact)
+        given = user_agent if user_agent and user_agent != DEFAULT_USER_AGENT else None
+        self.user_agent = given or make_user_agent(self.contact)
+        self.has_contact = bool(self.contact) if not given else bool(_CONTACT_IN_UA.search(given))
+        self.token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.max_retry_after = max_retry_after
+        self.transport: AsyncTransport = transport or AiohttpTransport()
         self._per_host = per_host
         self._host_limits = {**POLITE_HOSTS, **(host_limits or {})}
+        self._budget_overrides = {**{k: float(v) for k, v in (config.get("budgets") or {}).items()},
+                                  **{k: float(v) for k, v in (budgets or {}).items()}}
         self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._limiters: dict[str, object] = {}
         self._paused_until: dict[str, float] = {}
-        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
         self.stats: Counter[str] = Counter()
+
+    @classmethod
+    def configured(cls, *, user_agent: str | None = None, contact: str | None = None, timeout: float = 60.0,
+                   concurrency: int | None = None, transport: AsyncTransport | None = None, **kw) -> "HttpClient":
+        """A client from CLI-style options: `concurrency` caps every host (the polite ones included)."""
+        explicit = None if concurrency is None else {host: concurrency for host in POLITE_HOSTS}
+        return cls(user_agent=user_agent, contact=contact, timeout=timeout, per_host=concurrency or 16,
+                   host_limits=explicit, transport=transport, **kw)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def __aenter__(self) -> "HttpClient":
@@ -99,21 +202,28 @@ class HttpClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        """Close the transport; later requests raise `ClientClosed` (idempotent)."""
+        self._closed = True
+        await self.transport.aclose()
 
-    def _get_session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                headers={"User-Agent": self.user_agent},
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-                connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
-            )
-        return self._session
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
+    # -- politeness ------------------------------------------------------------------------------
     def limit_for(self, host: str) -> int:
-        return self._host_limits.get(host, self._per_host)
+        """Requests in flight allowed to `host` at once."""
+        if host in self._host_limits:
+            return self._host_limits[host]
+        return WIKIMEDIA_API_CONCURRENCY if is_wikimedia_api(host) else self._per_host
+
+    def budget_for(self, host: str) -> float | None:
+        """Requests per minute allowed to `host` (None: no budget, only the concurrency cap)."""
+        if host in self._budget_overrides:
+            return self._budget_overrides[host] or None
+        if is_wikimedia_api(host):
+            return AUTHENTICATED_BUDGET if self.token else ANONYMOUS_BUDGET
+        return None
 
     def _semaphore(self, host: str) -> asyncio.Semaphore:
         sem = self._semaphores.get(host)
@@ -121,13 +231,40 @@ class HttpClient:
             sem = self._semaphores[host] = asyncio.Semaphore(self.limit_for(host))
         return sem
 
+    async def _spend_budget(self, host: str) -> None:
+        per_minute = self.budget_for(host)
+        if per_minute is None:
+            return
+        limiter = self._limiters.get(host)
+        if limiter is None:
+            from aiolimiter import AsyncLimiter
+
+            limiter = self._limiters[host] = AsyncLimiter(per_minute, 60.0)
+        await limiter.acquire()  # type: ignore[attr-defined]
+
+    def pause(self, host: str, seconds: float) -> None:
+        """Hold every request to `host` for `seconds` (a 429, a maxlag answer): shared by all users."""
+        self._paused_until[host] = max(self._paused_until.get(host, 0.0), time.monotonic() + seconds)
+
     async def _wait_if_paused(self, host: str) -> None:
-        delay = self._paused_until.get(host, 0.0) - time.monotonic()
-        if delay > 0:
+        while (delay := self._paused_until.get(host, 0.0) - time.monotonic()) > 0:
             await asyncio.sleep(delay)
 
     def _delay(self, attempt: int) -> float:
         return random.uniform(0, min(self.max_backoff, self.backoff * 2**attempt))
+
+    def _headers(self, host: str, headers: Mapping[str, str] | None) -> dict[str, str]:
+        global _warned_no_contact
+        out = {"User-Agent": self.user_agent}
+        if is_wikimedia(host):
+            if not self.has_contact and not _warned_no_contact:
+                _warned_no_contact = True
+                log.warning("kgfed: warning: no contact in the User-Agent for %s (Wikimedia may refuse the request): %s",
+                            host, HOW_TO_SET_CONTACT)
+            if self.token and is_wikimedia_api(host):
+                out["Authorization"] = f"Bearer {self.token}"
+        out.update(headers or {})
+        return out
 
     # -- requests --------------------------------------------------------------------------------
     async def request(
@@ -136,54 +273,59 @@ class HttpClient:
         url: str,
         *,
         params: dict[str, str] | None = None,
-        data: dict[str, str] | None = None,
+        data: dict[str, str] | bytes | None = None,
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
     ) -> Response:
         """Send one request (with retries); return the final response whatever its status below 500.
 
-        Raises `EndpointError` after the retry budget on 5xx/connection errors/truncated bodies,
-        `RateLimited` on a 429 that keeps coming back, and a timeout error without retrying.
+        Raises `EndpointTimeout` at once on a timeout, `QueryTimeout` on QLever's 429 timeout,
+        `UserAgentRejected` on a robot-policy answer, `RateLimited` on a 429 that keeps coming back, and
+        `EndpointConnectionError`/`HttpStatusError` after the retry budget on dropped connections/5xx.
         """
         host = urlsplit(url).netloc
         what = f"{method} {host}"
+        if self._closed:
+            raise ClientClosed(f"{what}: the HTTP client is closed: open the KG/run again (a closed client sends nothing)")
+        limit = timeout or self.timeout
         last_error: EndpointError | None = None
         for attempt in range(self.retries + 1):
             await self._wait_if_paused(host)
             try:
                 async with self._semaphore(host):
+                    await self._wait_if_paused(host)  # a 429 may have paused the host while this one queued
+                    await self._spend_budget(host)
                     self.stats["requests"] += 1
-                    session = self._get_session()
-                    kwargs = {"params": params, "data": data, "headers": headers}
-                    if timeout is not None:
-                        kwargs["timeout"] = aiohttp.ClientTimeout(total=timeout)
-                    async with session.request(method, url, **kwargs) as resp:
-                        body = await resp.read()
-                        response = Response(resp.status, resp.headers.copy(), body, str(resp.url))
-            except asyncio.TimeoutError:
+                    request = Request(method, url, params, data, self._headers(host, headers), limit)
+                    log.debug("%s %s (attempt %d)", method, url, attempt + 1)
+                    response = await self.transport.send(request)
+            except TransportTimeout:
                 self.stats["timeouts"] += 1
-                raise EndpointError(
-                    f"{what} timed out after {timeout or self.timeout:g} s: simplify the query, batch less, or raise --timeout",
+                raise EndpointTimeout(
+                    f"{what} timed out after {limit:g} s: simplify the query, batch less, or raise --timeout",
                 ) from None
-            except aiohttp.ClientPayloadError as exc:
-                last_error = EndpointError(f"{what} sent a truncated response ({exc})", retryable=True)
-            except (aiohttp.ClientConnectionError, ConnectionError) as exc:
-                last_error = EndpointError(f"{what} connection failed ({exc.__class__.__name__}: {exc})", retryable=True)
+            except TransportTruncated as exc:
+                last_error = EndpointConnectionError(f"{what} sent a truncated response ({exc})", retryable=True)
+            except TransportConnectError as exc:
+                last_error = EndpointConnectionError(f"{what} connection failed ({exc})", retryable=True)
             else:
+                _refuse_robot_policy(what, host, response)
                 if response.status == 429:
-                    wait = parse_retry_after(response.headers.get("Retry-After"))
                     self.stats["rate_limited"] += 1
+                    _raise_server_timeout(what, response)
+                    wait = parse_retry_after(response.headers.get("Retry-After"))
                     if wait is not None and wait > self.max_retry_after:
                         raise RateLimited(
                             f"{what} is rate limited for {wait:.0f} s (HTTP 429 Retry-After): wait, then rerun; cached answers are kept",
                             retry_after=wait,
                         )
                     wait = wait if wait is not None else self._delay(attempt + 1)
-                    self._paused_until[host] = max(self._paused_until.get(host, 0.0), time.monotonic() + wait)
+                    self.pause(host, wait)
+                    log.debug("%s answered 429: pausing the host %.1f s", what, wait)
                     last_error = RateLimited(f"{what} answered HTTP 429 (rate limited) {attempt + 1} times", retry_after=wait)
                     continue  # the pause above is the delay
                 if response.status in RETRY_STATUSES:
-                    last_error = EndpointError(
+                    last_error = HttpStatusError(
                         f"{what} answered HTTP {response.status}: {_first_line(response.text())}",
                         status=response.status,
                         retryable=True,
@@ -198,12 +340,10 @@ class HttpClient:
         raise type(last_error)(f"{last_error} (gave up after {self.retries + 1} attempts)", **_error_kwargs(last_error))
 
     async def get_json(self, url: str, *, params: dict[str, str] | None = None, headers: dict[str, str] | None = None):
-        """GET and decode JSON; a non-2xx status or a malformed body raises EndpointError."""
-        import json
-
+        """GET and decode JSON; a non-2xx status raises HttpStatusError, a malformed body EndpointError."""
         response = await self.request("GET", url, params=params, headers=headers)
         if response.status >= 400:
-            raise EndpointError(
+            raise HttpStatusError(
                 f"GET {urlsplit(url).netloc} answered HTTP {response.status}: {_first_line(response.text())}",
                 status=response.status,
             )
@@ -211,6 +351,36 @@ class HttpClient:
             return json.loads(response.body)
         except ValueError as exc:
             raise EndpointError(f"GET {urlsplit(url).netloc} returned malformed JSON ({exc})") from None
+
+
+def _refuse_robot_policy(what: str, host: str, response: Response) -> None:
+    """Wikimedia's robot-policy notice (HTTP 200 plain text since 2026, or 403): an error, never an answer."""
+    if response.status not in (200, 403) or len(response.body) > 4096 or "json" in response.content_type:
+        return
+    text = response.text().lower()
+    if "robot policy" in text or (response.status == 403 and is_wikimedia(host) and "user-agent" in text):
+        raise UserAgentRejected(
+            f"{what} refused the request for its User-Agent (HTTP {response.status}: {_first_line(response.text(), 90)}): "
+            f"{HOW_TO_SET_CONTACT}",
+            status=response.status,
+        )
+
+
+def _raise_server_timeout(what: str, response: Response) -> None:
+    """QLever answers a query past its time limit with HTTP 429 and JSON `exception`: a timeout, not a rate limit."""
+    if response.headers.get("Retry-After"):
+        return
+    try:
+        doc = json.loads(response.body)
+    except ValueError:
+        return
+    if not isinstance(doc, dict) or not isinstance(doc.get("exception"), str):
+        return
+    message = doc["exception"].split(" Last operation:")[0].strip()
+    if "timed out" in message.lower():
+        raise QueryTimeout(f"{what} stopped the query at its time limit (HTTP 429: {message}): ask a narrower query "
+                           "(a smaller --batch-size, fewer hops, a LIMIT); this is a timeout, not a rate limit", status=429)
+    raise HttpStatusError(f"{what} cancelled the query (HTTP 429: {_first_line(message)}): run it again later", status=429)
 
 
 def _first_line(text: str, width: int = 160) -> str:

@@ -5,11 +5,14 @@ import re
 from typing import Literal as TypingLiteral
 from urllib.parse import urlsplit
 
-from ..sparql.errors import EndpointError, PartialResult
+from ..sparql.errors import EndpointError, HttpStatusError, NotAnAnswer, PartialResult
 from ..sparql.results import SelectResult, parse_sparql_json
-from .client import HttpClient, _first_line
+from .client import HttpClient, Response, _first_line
 
 ACCEPT = "application/sparql-results+json"
+ServerKind = TypingLiteral["virtuoso", "qlever", "wdqs", "oxigraph", "generic"]
+SENDS_TIMEOUT = {"virtuoso", "generic"}  # servers that get Virtuoso's `timeout` parameter when one is set
+_QLEVER_HOSTS = {"qlever.dev", "qlever.cs.uni-freiburg.de"}
 PartialPolicy = TypingLiteral["report", "retry", "error"]
 _LIMIT = re.compile(r"\bLIMIT\s+(\d+)\s*$", re.IGNORECASE)
 
@@ -36,6 +39,7 @@ class HttpEndpoint:
         max_timeout_ms: int = 600_000,
         max_rows: int | None = None,
         name: str | None = None,
+        server: ServerKind | None = None,
     ):
         parts = urlsplit(url)
         if parts.scheme not in {"http", "https"} or not parts.netloc:
@@ -50,6 +54,7 @@ class HttpEndpoint:
         self.max_rows = max_rows
         self.name = name or (url if not default_graph else f"{url}#graph={default_graph}")
         self.requests = 0
+        self.server: ServerKind = server or server_kind(url)
 
     async def select(self, query: str) -> SelectResult:
         timeout_ms = self.timeout_ms
@@ -68,23 +73,30 @@ class HttpEndpoint:
         return result
 
     async def _send(self, query: str, timeout_ms: int | None) -> SelectResult:
+        """One request; the answer must be a SPARQL JSON results document, or a typed error says why not.
+
+        Only Virtuoso (and unknown servers, where the caller asked for it) get the `timeout` parameter:
+        QLever reads `timeout` as its own and rejects one above its default without an access token.
+        """
         fields = {"query": query}
         if self.default_graph:
             fields["default-graph-uri"] = self.default_graph
-        if timeout_ms:
-            fields["timeout"] = str(timeout_ms)  # Virtuoso's anytime limit (ignored elsewhere)
+        if timeout_ms and self.server in SENDS_TIMEOUT:
+            fields["timeout"] = str(timeout_ms)  # Virtuoso's anytime limit
         headers = {"Accept": ACCEPT}
         self.requests += 1
         if len(query) <= self.post_threshold:
             response = await self.client.request("GET", self.url, params=fields, headers=headers)
         else:
             response = await self.client.request("POST", self.url, data=fields, headers=headers)
+        host = urlsplit(self.url).netloc
         if response.status >= 400:
-            raise EndpointError(
-                f"{urlsplit(self.url).netloc} rejected the query with HTTP {response.status}: {_first_line(response.text())}",
+            raise HttpStatusError(
+                f"{host} rejected the query with HTTP {response.status}: {_first_line(response.text())}",
                 status=response.status,
             )
-        result = parse_sparql_json(response.body, source=urlsplit(self.url).netloc)
+        _require_results_document(host, response)
+        result = parse_sparql_json(response.body, source=host)
         state = response.headers.get("X-SQL-State", "")
         if state.upper() == "S1TAT":
             result.partial = True
@@ -97,3 +109,26 @@ class HttpEndpoint:
 
     async def aclose(self) -> None:  # the client is shared and closed by its owner
         return None
+
+def server_kind(url: str) -> ServerKind:
+    """Which server software a URL reaches, from its host (`generic` when unknown)."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host in _QLEVER_HOSTS:
+        return "qlever"
+    if host.endswith(".wikidata.org") and host.startswith("query"):
+        return "wdqs"
+    return "generic"
+
+
+def _require_results_document(host: str, response: Response) -> None:
+    """A 2xx that is not SPARQL JSON (an HTML page, a plain-text notice) raises NotAnAnswer: never parsed or cached."""
+    kind = response.content_type
+    start = response.body.lstrip()[:1]
+    if start in (b"{", b"[") and "html" not in kind:
+        return  # JSON: parse_sparql_json judges its shape
+    what = "an HTML page" if "html" in kind or start == b"<" else f"{kind or 'untyped'} text"
+    raise NotAnAnswer(
+        f"{host} answered HTTP {response.status} with {what}, not SPARQL results ({_first_line(response.text(), 100)}): "
+        "check the endpoint URL (it must be the SPARQL endpoint itself) and your --user-agent/--contact",
+        status=response.status,
+    )

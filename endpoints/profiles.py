@@ -1,7 +1,14 @@
-"""Endpoint specs by name: `wikidata`, `qlever-wikidata`, `qlever-freebase`, `file:PATH[,PATH]`, or a URL."""
+"""Endpoint specs by name (the public graphs as served in 2026), `file:PATH[,PATH]`, or a URL.
+
+The Wikidata Query Service is split in two graphs (final since January 2026): `query.wikidata.org`
+(= `query-main.wikidata.org`) serves the main graph only, and scholarly articles (P31 Q13442814 and
+its listed subclasses, or P13046) live only at `query-scholarly.wikidata.org`. The `wikidata-full`
+profile asks both and merges (`SplitGraphEndpoint`); `qlever-wikidata` serves the whole graph in one.
+`kgfed endpoints` prints this table; adding a profile is one `Profile(...)` line below.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..sparql.dialects import FREEBASE, WIKIDATA, Dialect, get_dialect
@@ -9,31 +16,62 @@ from ..sparql.errors import UnknownEndpoint
 from .base import Endpoint
 from .client import HttpClient
 from .embedded import EmbeddedEndpoint
-from .http import HttpEndpoint
+from .http import HttpEndpoint, ServerKind
 
 
 @dataclass(frozen=True)
 class Profile:
-    """A public endpoint kgfed knows: where it is, which dialect it speaks, how to search it."""
+    """A public endpoint kgfed knows: where it is, what it serves, which dialect, how to search it."""
 
     name: str
     url: str
     dialect: str
     search_mode: str = "exact"
+    graph: str = ""
+    server: ServerKind = "generic"
+    limits: str = ""
     about: str = ""
+    parts: tuple[str, ...] = ()  # a composite: the profiles asked together (answers merged)
+    aliases: tuple[str, ...] = ()  # other URLs of the same service (old hosts still cited)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "url": self.url, "dialect": self.dialect, "graph": self.graph,
+                "server": self.server, "search": self.search_mode, "limits": self.limits, "about": self.about,
+                "parts": list(self.parts), "aliases": list(self.aliases)}
 
 
+WDQS_LIMITS = "60 s per query, 60 s query time per minute, 5 parallel; 429 + Retry-After; User-Agent with contact required"
+QLEVER_LIMITS = "server time limit (429 'Operation timed out'; no longer timeout without an access token), 4 parallel"
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        Profile("wikidata", "https://query.wikidata.org/sparql", "wikidata", "mwapi",
-                "Wikidata Query Service (Blazegraph): 60 s query time per minute per client, 5 parallel, 429 + Retry-After"),
-        Profile("qlever-wikidata", "https://qlever.cs.uni-freiburg.de/api/wikidata", "wikidata", "exact",
-                "QLever's public Wikidata: standard SPARQL 1.1 JSON, no mwapi service"),
-        Profile("qlever-freebase", "https://qlever.cs.uni-freiburg.de/api/freebase", "freebase", "exact",
-                "QLever's public Freebase (final dump): fb: = http://rdf.freebase.com/ns/"),
+        Profile("wikidata", "https://query.wikidata.org/sparql", "wikidata", "mwapi", "main (no scholarly articles)",
+                "wdqs", WDQS_LIMITS, "Wikidata Query Service, main graph (Blazegraph)",
+                aliases=("https://query-main.wikidata.org/sparql",)),
+        Profile("wikidata-scholarly", "https://query-scholarly.wikidata.org/sparql", "wikidata", "mwapi",
+                "scholarly articles (P31 Q13442814 and subclasses, P13046)", "wdqs", WDQS_LIMITS,
+                "Wikidata Query Service, scholarly graph"),
+        Profile("wikidata-full", "https://query.wikidata.org/sparql + https://query-scholarly.wikidata.org/sparql",
+                "wikidata", "mwapi", "main + scholarly (each query asked of both, rows merged)", "wdqs",
+                "both WDQS graphs' limits (each query costs two requests)",
+                "the whole Wikidata graph over WDQS", parts=("wikidata", "wikidata-scholarly")),
+        Profile("qlever-wikidata", "https://qlever.dev/api/wikidata", "wikidata", "exact", "full (main + scholarly)",
+                "qlever", QLEVER_LIMITS, "QLever's public Wikidata: no wikibase:label, no mwapi",
+                aliases=("https://qlever.cs.uni-freiburg.de/api/wikidata",)),
+        Profile("qlever-freebase", "https://qlever.dev/api/freebase", "freebase", "exact", "Freebase (final dump)",
+                "qlever", QLEVER_LIMITS, "QLever's public Freebase: fb: = http://rdf.freebase.com/ns/, same MIDs",
+                aliases=("https://qlever.cs.uni-freiburg.de/api/freebase",)),
     )
 }
+
+
+def profile_for_url(url: str) -> Profile | None:
+    """The profile whose URL (or an alias, e.g. the old qlever.cs.uni-freiburg.de host) is `url`."""
+    wanted = url.rstrip("/")
+    for profile in PROFILES.values():
+        if not profile.parts and wanted in (profile.url, *profile.aliases):
+            return profile
+    return None
 
 
 def sniff_dialect(path: str | Path) -> Dialect | None:
@@ -47,6 +85,24 @@ def sniff_dialect(path: str | Path) -> Dialect | None:
     return None
 
 
+def _profile_dialect(profile: Profile, dialect: str | Dialect | None) -> Dialect:
+    chosen = get_dialect(dialect or profile.dialect)
+    if dialect is None and chosen.search_mode != profile.search_mode:
+        chosen = replace(chosen, search_mode=profile.search_mode)
+    return chosen
+
+
+def _open_profile(profile: Profile, client: HttpClient, url: str | None = None, **http_options) -> Endpoint:
+    if profile.parts:
+        from .wikidata_full import SplitGraphEndpoint
+
+        parts = [_open_profile(PROFILES[name], client, **http_options) for name in profile.parts]
+        return SplitGraphEndpoint(parts, name=profile.name)
+    if profile.server != "virtuoso":
+        http_options.pop("timeout_ms", None)  # Virtuoso's parameter: QLever would reject it, WDQS ignores it
+    return HttpEndpoint(url or profile.url, client, server=profile.server, **http_options)
+
+
 def resolve_endpoint(
     spec: str,
     *,
@@ -54,18 +110,16 @@ def resolve_endpoint(
     client: HttpClient | None = None,
     **http_options,
 ) -> tuple[Endpoint, Dialect]:
-    """Turn an endpoint spec into an endpoint and its dialect (explicit `dialect` wins over the profile's)."""
+    """Turn an endpoint spec into an endpoint and its dialect (explicit `dialect` wins over the profile's).
+
+    Pass the run's shared `client`; without one a new client is made and the caller must close it.
+    """
     if not isinstance(spec, str) or not spec.strip():
-        raise UnknownEndpoint("empty endpoint: use wikidata, qlever-wikidata, qlever-freebase, file:PATH or an http(s) URL")
+        raise UnknownEndpoint(f"empty endpoint: use {', '.join(PROFILES)}, file:PATH or an http(s) URL")
     spec = spec.strip()
     if spec in PROFILES:
         profile = PROFILES[spec]
-        chosen = get_dialect(dialect or profile.dialect)
-        if dialect is None and chosen.search_mode != profile.search_mode:
-            from dataclasses import replace
-
-            chosen = replace(chosen, search_mode=profile.search_mode)
-        return HttpEndpoint(profile.url, client or HttpClient(), **http_options), chosen
+        return _open_profile(profile, client or HttpClient(), **http_options), _profile_dialect(profile, dialect)
     if spec.startswith("file:"):
         paths = [p for p in spec[5:].split(",") if p]
         endpoint = EmbeddedEndpoint(paths)
@@ -74,6 +128,9 @@ def resolve_endpoint(
             raise UnknownEndpoint(f"cannot tell the dialect of {paths[0]}: add --dialect wikidata or --dialect freebase")
         return endpoint, chosen
     if spec.startswith(("http://", "https://")):
+        known = profile_for_url(spec)
+        if known is not None:  # a profile's URL or an old alias: its server kind and dialect are known
+            return _open_profile(known, client or HttpClient(), url=spec, **http_options), _profile_dialect(known, dialect)
         if dialect is None:
             raise UnknownEndpoint(f"endpoint {spec} needs a dialect: add --dialect wikidata or --dialect freebase")
         return HttpEndpoint(spec, client or HttpClient(), **http_options), get_dialect(dialect)

@@ -9,9 +9,10 @@ asked, with `text=None` and a `reason` when there is no text (missing page, inva
 request). `WikipediaSource` sends titles only (Q-ids are resolved to titles by the caller through the
 KG's sitelinks, see `kgfed.engine.context`); `JsonlSource` answers Q-ids, titles and labels.
 
-Etiquette: every request goes through the shared `HttpClient` (descriptive User-Agent, at most 5
-parallel requests to en.wikipedia.org, 429 + Retry-After); Action API requests carry `maxlag=5` and a
-`maxlag` error body makes the source wait `Retry-After` and retry. Answers are cached on disk keyed by
+Etiquette: every request goes through the run's shared `HttpClient` (User-Agent with contact, at most
+3 parallel requests and a per-minute budget per Wikipedia host, 429 + Retry-After, an optional OAuth
+token); Action API requests carry `maxlag=5` and a `maxlag` error body pauses the whole host for
+`Retry-After` (every request of the run to it waits) before the retry. A robot-policy refusal raises. Answers are cached on disk keyed by
 URL + parameters; error answers are never cached.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import diskcache
 
-from ..sparql.errors import EndpointError, KgfedError, OfflineMiss, RateLimited
+from ..sparql.errors import ClientClosed, EndpointError, KgfedError, OfflineMiss, RateLimited, UserAgentRejected
 from .client import POLITE_HOSTS, HttpClient, parse_retry_after
 
 Mode = Literal["extracts", "intro", "summary"]
@@ -215,6 +216,8 @@ class WikipediaSource:
         """Run one batch; a failing request turns into explained text-less pages for that batch."""
         try:
             return await fetch(titles)
+        except (UserAgentRejected, ClientClosed):
+            raise  # every later request would fail the same way: say so once, loudly
         except KgfedError as exc:
             return {t: Page(t, key=t, error=True, reason=str(exc)) for t in titles}
 
@@ -375,7 +378,7 @@ class WikipediaSource:
             told = parse_retry_after(response.headers.get("Retry-After"))
             wait = min(DEFAULT_LAG_WAIT if told is None else told, self.client.max_retry_after)
             if attempt < self.lag_retries:
-                await asyncio.sleep(wait)
+                self.client.pause(host, wait)  # the replica lag holds for every request to the host, not just this one
         raise RateLimited(f"{host} stayed over maxlag={self.maxlag} ({info}) for {self.lag_retries + 1} attempts: retry later",
                           retry_after=wait)
 

@@ -23,7 +23,7 @@ from ..sparql.errors import KgfedError
 
 DEMO_DIR = Path(__file__).resolve().parent / "data"
 # Modules that add sub-commands: each has `register(subparsers, common)`; imported lazily per run.
-COMMAND_MODULES: list[str] = [".cli_context", ".cli_federation", ".evaluate", ".cli_freebase", ".cli_ask", ".cli_run", ".cli_mcp", ".cli_extract"]
+COMMAND_MODULES: list[str] = [".cli_context", ".cli_federation", ".evaluate", ".cli_freebase", ".cli_ask", ".cli_run", ".cli_mcp", ".cli_extract", ".cli_endpoints"]
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 
 
@@ -42,7 +42,9 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offline", action="store_true", help="answer only from the cache; a miss is an error")
     parser.add_argument("--record", metavar="CASSETTE", help="record HTTP to a vcrpy cassette (replayed when it exists)")
     parser.add_argument("--replay", metavar="CASSETTE", help="replay HTTP from a vcrpy cassette only (never the network)")
-    parser.add_argument("--user-agent", help="User-Agent for HTTP (Wikimedia asks for contact info)")
+    parser.add_argument("--user-agent", help="the whole User-Agent for HTTP (default kgfed/VERSION (CONTACT) aiohttp/VERSION)")
+    parser.add_argument("--contact", help="your email or URL for the User-Agent, which Wikimedia requires "
+                                          "(default $KGFED_CONTACT, or contact = \"...\" in ~/.config/kgfed/config.toml)")
     parser.add_argument("--timeout", type=positive_float, default=60.0, help="per-request timeout in seconds (default 60)")
     parser.add_argument("--concurrency", type=positive_int, help="max parallel requests per host (WDQS default 5)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -127,8 +129,13 @@ class KgfedParser(argparse.ArgumentParser):
         self.exit(2, f"kgfed: error: {prefix}{message.splitlines()[0]} (see {self.prog} --help)\n")
 
 
-def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | None = None, name: str | None = None):
-    """A `KG` from the parsed options (the demo Wikidata KG when no endpoint is given)."""
+def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | None = None, name: str | None = None,
+            client=None):
+    """A `KG` from the parsed options (the demo Wikidata KG when no endpoint is given).
+
+    Pass the run's shared `HttpClient` as `client` when opening several KGs (one politeness domain per
+    host); without one the KG gets its own client, closed with it.
+    """
     from .kg import KG
     from .demo import default_endpoint
 
@@ -136,9 +143,21 @@ def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | No
     kwargs: dict[str, Any] = {"dialect": dialect or getattr(args, "dialect", None), "cache_dir": args.cache_dir,
                               "cache": not args.no_cache, "offline": args.offline, "timeout": args.timeout,
                               "concurrency": args.concurrency, "name": name}
-    if args.user_agent:
-        kwargs["user_agent"] = args.user_agent
+    if client is not None:
+        kwargs["client"] = client
+    else:  # the KG's own client: the contact goes into its User-Agent
+        from ..endpoints.client import make_user_agent, resolve_contact
+
+        kwargs["user_agent"] = args.user_agent or make_user_agent(resolve_contact(getattr(args, "contact", None)))
     return KG.open(spec, **kwargs)
+
+
+def open_client(args: argparse.Namespace):
+    """The one `HttpClient` of a command or run, from --user-agent/--contact/--timeout/--concurrency."""
+    from ..endpoints.client import HttpClient
+
+    return HttpClient.configured(user_agent=getattr(args, "user_agent", None), contact=getattr(args, "contact", None),
+                                 timeout=getattr(args, "timeout", 60.0), concurrency=getattr(args, "concurrency", None))
 
 
 def emit(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list[str], title: str = "") -> None:

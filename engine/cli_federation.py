@@ -95,17 +95,28 @@ def kg_names(args: argparse.Namespace) -> list[str]:
     return names
 
 
-def open_kgs(args: argparse.Namespace) -> dict[str, Any]:
+class KGs(dict):
+    """The named KGs of a command or run, and the one `HttpClient` they share (closed with them if owned)."""
+
+    client: Any = None
+    owns_client: bool = False
+
+
+def open_kgs(args: argparse.Namespace, client=None) -> KGs:
     """Named KGs from --kg/--endpoint and the cache options (`open_kg` for each); close them when done.
 
     A KG named `freebase` or `wikidata` speaks that dialect; any other name takes the dialect of its
     endpoint (a profile, or sniffed from a file). Without an endpoint a dialect name opens its demo KG.
+    Every KG shares one `HttpClient` (`client`, or a new one closed by `close_kgs`), so two KGs on one
+    host share its concurrency cap, budget and 429 pauses.
     """
-    from .cli import open_kg
+    from .cli import open_client, open_kg
 
     names = kg_names(args)
     specs = _endpoint_specs(args, names)
-    kgs: dict[str, Any] = {}
+    kgs = KGs()
+    kgs.owns_client = client is None
+    kgs.client = client if client is not None else open_client(args)
     try:
         for name in names:
             dialect = name if name in DIALECT_NAMES else None
@@ -116,7 +127,7 @@ def open_kgs(args: argparse.Namespace) -> dict[str, Any]:
                 from .demo import default_endpoint
 
                 spec = default_endpoint(dialect)
-            kgs[name] = open_kg(args, spec, dialect, name)
+            kgs[name] = open_kg(args, spec, dialect, name, client=kgs.client)
     except BaseException:
         import asyncio
 
@@ -134,6 +145,8 @@ async def close_kgs(kgs: dict[str, Any]) -> None:
     import asyncio
 
     await asyncio.gather(*(kg.aclose() for kg in kgs.values()))
+    if getattr(kgs, "owns_client", False) and kgs.client is not None:  # type: ignore[attr-defined]
+        await kgs.client.aclose()  # type: ignore[attr-defined]
 
 
 def make_aligner(args: argparse.Namespace, kgs: dict[str, Any]):

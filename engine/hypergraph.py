@@ -26,7 +26,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..sparql.dialects import COMPOUND_SEP, WikidataDialect
+from ..sparql import terms
+from ..sparql.dialects import COMPOUND_SEP, P, PS, RDFS_LABEL, WIKIBASE, WikidataDialect
 from ..sparql.errors import InvalidIdentifier
 from .align import Aligner
 from .kg import KG
@@ -37,6 +38,7 @@ Key = tuple[str, str]  # (KG name, short id)
 KINDS = ("binary", "cvt", "statement", "synonym")
 _QUALIFIERS: "weakref.WeakKeyDictionary[KG, bool]" = weakref.WeakKeyDictionary()  # per KG: holds qualifiers at all?
 _QUALIFIER_PROBE = "SELECT ?p WHERE { ?p <http://wikiba.se/ontology#qualifier> ?q } LIMIT 1"
+QUALIFIER_BATCH = 200  # (entity, property) pairs per statements query: a hop's pairs in one query, POSTed
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,14 +291,42 @@ async def has_qualifiers(kg: KG) -> bool:
     return flag
 
 
+def qualifiers_query(dialect: WikidataDialect, pairs: Sequence[tuple[str, str]]) -> str:
+    """Statements of many (entity, property) pairs in one query: `VALUES (?e ?p ?ps)`, then the
+    dialect's `qualifiers` pattern (value and its label, each qualifier with its property label)."""
+    rows = []
+    for entity, prop in pairs:
+        pid = terms.wikidata_id(prop, "P")
+        rows.append(f"({dialect.entity(entity)} <{P}{pid}> <{PS}{pid}>)")
+    lang = terms.literal(dialect.lang)
+
+    def labelled(var: str) -> str:
+        return f'?{var} <{RDFS_LABEL}> ?{var}label . FILTER(LANG(?{var}label) = "" || LANGMATCHES(LANG(?{var}label), {lang}))'
+
+    return (
+        f"SELECT ?e ?p ?st ?x ?xlabel ?q ?qlabel ?qv WHERE {{\n  VALUES (?e ?p ?ps) {{ {' '.join(rows)} }}\n"
+        f"  ?e ?p ?st .\n  ?st ?ps ?x .\n  OPTIONAL {{ {labelled('x')} }}\n"
+        f"  OPTIONAL {{ ?st ?pq ?qv . ?q <{WIKIBASE}qualifier> ?pq .\n    OPTIONAL {{ {labelled('q')} }} }}\n}}"
+    )
+
+
 async def statements(kg: KG, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """Statements of (entity, property) pairs: value, entity qualifiers (role, id, label), literal ones."""
-    results = await asyncio.gather(*(kg.select(kg.dialect.qualifiers(e, p)) for e, p in pairs))  # type: ignore[attr-defined]
-    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for pair, result in zip(pairs, results):
-        by_statement: dict[str, dict[str, Any]] = {}
+    """Statements of (entity, property) pairs: value, entity qualifiers (role, id, label), literal ones.
+
+    One query per `QUALIFIER_BATCH` pairs (a hop's pairs are one query), never one per pair: WDQS
+    allows 5 parallel queries and 60 s of query time a minute per client.
+    """
+    pairs = list(dict.fromkeys(pairs))
+    chunks = [pairs[i:i + QUALIFIER_BATCH] for i in range(0, len(pairs), QUALIFIER_BATCH)]
+    results = await asyncio.gather(*(kg.select(qualifiers_query(kg.dialect, chunk)) for chunk in chunks))  # type: ignore[arg-type]
+    by_pair: dict[tuple[str, str], dict[str, dict[str, Any]]] = {pair: {} for pair in pairs}
+    for result in results:
         for row in result.rows:
-            if "st" not in row or "x" not in row:
+            if not all(v in row for v in ("e", "p", "st", "x")):
+                continue
+            pair = (kg.dialect.short(row["e"].value) or row["e"].value, row["p"].value.rsplit("/", 1)[-1])
+            by_statement = by_pair.get(pair)
+            if by_statement is None:
                 continue
             st = by_statement.setdefault(row["st"].value, {
                 "id": row["st"].value.rsplit("/", 1)[-1], "value": kg.dialect.short(row["x"].value) or row["x"].value,
@@ -310,8 +340,7 @@ async def statements(kg: KG, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str
                 st["qualifiers"][(role, short)] = None
             else:
                 st["attributes"][(role, qv.value[:10] if qv.datatype and qv.datatype.endswith("dateTime") else qv.value)] = None
-        out[pair] = list(by_statement.values())
-    return out
+    return {pair: list(found.values()) for pair, found in by_pair.items()}
 
 
 def _statement_edge(hg: Hypergraph, kg: str, link: Link, where: Sequence[int], st: Mapping[str, Any]) -> Hyperedge:

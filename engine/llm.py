@@ -334,7 +334,7 @@ def _read_recording(path: Path) -> Completion:
         raise LLMError(f"recorded reply {path} is malformed (needs a 'text' field): delete it and record again") from None
 
 
-def make_llm(spec: str | None) -> LLM:
+def make_llm(spec: str | None, *, client=None) -> LLM:
     """Build a provider from a CLI spec: anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC, none."""
     spec = (spec or "none").strip()
     kind, _, rest = spec.partition(":")
@@ -345,7 +345,7 @@ def make_llm(spec: str | None) -> LLM:
         return AnthropicLLM(rest or DEFAULT_ANTHROPIC_MODEL)
     if kind == "openai" and rest:
         url, _, model = rest.partition("#")
-        return OpenAICompatibleLLM(url, model or None)
+        return OpenAICompatibleLLM(url, model or None, client=client)  # the run's shared HttpClient, when given
     if kind == "local" and rest:
         from .local_llm import LocalLLM
 
@@ -356,7 +356,7 @@ def make_llm(spec: str | None) -> LLM:
         directory, _, inner = rest.partition(":")
         if not directory or not inner:
             raise LLMError(f"bad LLM spec {spec!r}: record needs a directory and a provider, e.g. record:replies:anthropic")
-        return ReplayLLM(directory, record_with=make_llm(inner))
+        return ReplayLLM(directory, record_with=make_llm(inner, client=client))
     raise LLMError(f"unknown LLM spec {spec!r}: {SPEC_HELP}")
 
 

@@ -37,7 +37,7 @@ STABLE_COSTS = ("llm_calls", "input_tokens", "output_tokens")
 MAX_FAILURES_BEFORE_SUCCESS = 10  # abort a run whose first questions all fail (a broken setup, not bad luck)
 # open_kgs reads these options; RunSpec.kg_options overrides them.
 KG_OPTION_DEFAULTS: dict[str, Any] = {"kg": None, "endpoint": None, "cache_dir": None, "no_cache": False, "offline": False,
-                                      "timeout": 60.0, "concurrency": None, "user_agent": None}
+                                      "timeout": 60.0, "concurrency": None, "user_agent": None, "contact": None}
 
 
 @dataclass
@@ -98,9 +98,10 @@ class Runtime:
         from .llm import make_llm
 
         cls = method_class(self.spec.method)
-        self.kgs = open_kgs(argparse.Namespace(**self.spec.kg_options))
+        self._client = self._http_client()
         try:
-            self.llm = make_llm(self.spec.llm)
+            self.kgs = open_kgs(argparse.Namespace(**self.spec.kg_options), client=self._client)
+            self.llm = make_llm(self.spec.llm, client=self._client)
             self.embedder = self._embedder()
             self.text = self._text_source()
             try:
@@ -130,23 +131,28 @@ class Runtime:
         from .context import open_text_source
 
         options = self.spec.kg_options
-        if self.spec.text == "wikipedia":
-            from ..endpoints.client import DEFAULT_USER_AGENT, HttpClient
-
-            self._client = HttpClient(user_agent=options["user_agent"] or DEFAULT_USER_AGENT, timeout=options["timeout"])
         return open_text_source(self.spec.text, client=self._client, cache_dir=options["cache_dir"],
                                 cache=not options["no_cache"], offline=options["offline"])
+
+    def _http_client(self):
+        """The run's one HttpClient: every KG, the text source and the LLM share its per-host caps and pauses."""
+        from ..endpoints.client import HttpClient
+
+        options = {**KG_OPTION_DEFAULTS, **self.spec.kg_options}
+        return HttpClient.configured(user_agent=options["user_agent"], contact=options["contact"],
+                                     timeout=options["timeout"], concurrency=options["concurrency"])
 
     async def aclose(self) -> None:
         from .cli_federation import close_kgs
 
-        for closer in (getattr(self.text, "aclose", None), getattr(self.llm, "aclose", None),
-                       getattr(self._client, "aclose", None)):
+        for closer in (getattr(self.text, "aclose", None), getattr(self.llm, "aclose", None)):
             if closer is not None:
                 await closer()
         if self.embedder is not None:
             self.embedder.close()
         await close_kgs(self.kgs)
+        if self._client is not None:  # last: everything above may still have been using it
+            await self._client.aclose()
 
     def topics_for(self, question: Question) -> dict[str, dict[str, str]]:
         """The question's topic entities per KG of the run (by KG name, else by the KG's dialect)."""
