@@ -31,15 +31,16 @@ _STORES: dict[tuple, ox.Store] = {}
 _STORES_LOCK = threading.Lock()
 
 
-_DIGESTS: dict[tuple, str] = {}  # (path, size, mtime_ns, inode) -> content hash
+_DIGESTS: dict[tuple, str] = {}  # (path, size, mtime_ns, ctime_ns, inode) -> content hash
 
 
 def _fingerprint(paths: Sequence[Path]) -> tuple:
-    return tuple((str(p), st.st_size, st.st_mtime_ns, st.st_ino) for p in paths for st in [os.stat(p)])
+    return tuple((str(p), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) for p in paths for st in [os.stat(p)])
 
 
 def content_digest(paths: Sequence[Path]) -> str:
-    """A hash of the files' names and contents (memoised per path, size, mtime and inode)."""
+    """A hash of the files' names and contents (memoised per path, size, mtime, ctime and inode: any
+    write changes ctime, which no one can set back)."""
     overall = hashlib.blake2b(digest_size=8)
     for stat_key in _fingerprint(paths):
         digest = _DIGESTS.get(stat_key)
