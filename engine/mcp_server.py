@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import to_jsonable_python
 
 from ..cache.costs import track
@@ -271,7 +271,7 @@ class Engine:
 
     def __init__(self, args: Any, kgs: Mapping[str, Any]):
         self.args = args
-        self.kgs = dict(kgs)
+        self.kgs = kgs  # as `open_kgs` returns them: with the run's one HttpClient (`kgs.client`), closed with them
         self._aligner = None
         self._text = None
         self._text_client = None
@@ -359,7 +359,10 @@ class Engine:
             return self._text
 
     def _http_client(self):
-        """The KGs' HTTP client when one KG has one (one client per run), else one of our own."""
+        """The run's one HttpClient (shared by the KGs), else one of our own."""
+        shared = getattr(self.kgs, "client", None)
+        if shared is not None:
+            return shared
         for kg in self.kgs.values():
             client = getattr(kg.endpoint.inner, "client", None)
             if client is not None:
@@ -766,6 +769,21 @@ a merged neighbourhood, context for Wikipedia passages, sparql for anything else
 reasoning method. Every result reports its cost (SPARQL queries, cache hits, requests sent); repeated calls are cached."""
 
 
+class KgfedMCP(MCPServer):
+    """MCPServer whose argument-validation errors are one line too (pydantic's span several)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in cause.errors()[:5])
+            raise ToolError(f"Error executing tool {_short(name, 40)}: invalid arguments ({_short(problems, 300)}): "
+                            "follow the tool's input schema") from cause
+
+
 def build_server(engine: Engine) -> MCPServer:
     """An MCPServer whose tools, resources and prompt call `engine`."""
     kg_list = ", ".join(f"{n} ({g.dialect.name}: {g.endpoint.name})" for n, g in engine.kgs.items())
@@ -775,7 +793,7 @@ def build_server(engine: Engine) -> MCPServer:
         own_version = version("kgfed")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         own_version = "0"
-    server = MCPServer("kgfed", title="kgfed knowledge graphs", version=own_version,
+    server = KgfedMCP("kgfed", title="kgfed knowledge graphs", version=own_version,
                        instructions=INSTRUCTIONS.format(kgs=kg_list), log_level="WARNING")
 
     @server.tool(annotations=READ_ONLY, description=(
