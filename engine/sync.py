@@ -47,8 +47,10 @@ import json
 import os
 import queue
 import threading
+import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -235,7 +237,13 @@ def complete_document(body: bytes, query_type: str) -> bool:
 
 
 class _RawCache:
-    """diskcache of raw answers; `put` only queues, a writer thread validates and stores in batches."""
+    """diskcache of raw answers; `put` only queues, a writer thread validates and stores in batches.
+
+    The writer waits up to `linger` seconds (or `batch_size` answers) after the first queued answer,
+    so a run pays one SQLite transaction per batch instead of one per answer.
+    """
+
+    linger, batch_size = 0.05, 512
 
     def __init__(self, directory: Path):
         import diskcache
@@ -243,21 +251,27 @@ class _RawCache:
         self.directory = directory
         self._cache = diskcache.Cache(str(directory))
         self._queue: queue.Queue = queue.Queue()
+        self._pending: dict[str, tuple[tuple[int, list[tuple[str, str]], bytes], str]] = {}
         self._writer = threading.Thread(target=self._write_loop, name="kgfed-sync-cache", daemon=True)
         self._writer.start()
 
     def get(self, key: str) -> tuple[int, list[tuple[str, str]], bytes] | None:
+        pending = self._pending.get(key)  # queued, not yet written: served once it checks out
+        if pending is not None and complete_document(pending[0][2], pending[1]):
+            return pending[0]
         return self._cache.get(key)
 
     def put(self, key: str, entry: tuple[int, list[tuple[str, str]], bytes], query_type: str) -> None:
+        self._pending[key] = (entry, query_type)
         self._queue.put((key, entry, query_type))
 
     def _write_loop(self) -> None:
         while True:
             batch = [self._queue.get()]
-            while True:
+            deadline = time.monotonic() + self.linger
+            while batch[-1] is not None and len(batch) < self.batch_size:  # gather: one transaction per batch
                 try:
-                    batch.append(self._queue.get_nowait())
+                    batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
             items = [item for item in batch if item is not None and complete_document(item[1][2], item[2])]
@@ -266,14 +280,19 @@ class _RawCache:
                     with self._cache.transact():
                         for key, entry, _ in items:
                             self._cache.set(key, entry)
+            except Exception as exc:  # noqa: BLE001 - a full disk must not stop the answers
+                warnings.warn(f"kgfed: the drop-in's cache in {self.directory} could not store {len(items)} answers "
+                              f"({exc}); answers are still returned, free space or set KGFED_NO_CACHE=1", RuntimeWarning)
             finally:
-                for _ in batch:
+                for item in batch:
+                    if item is not None and self._pending.get(item[0], (None,))[0] is item[1]:
+                        del self._pending[item[0]]
                     self._queue.task_done()
             if None in batch:
                 return
 
     def flush(self) -> None:
-        """Wait until every queued answer is written."""
+        """Wait until every queued answer is written (at most one `linger` later)."""
         self._queue.join()
 
     def close(self) -> None:

@@ -1,0 +1,125 @@
+"""The SPARQLWrapper drop-in vs the genuine library on ToG's query pattern, against a local Virtuoso.
+
+ToG's exploration loop (`tog_explore` in bench/tog_pattern.py: ToG's five verbatim strings, one
+blocking `SPARQLWrapper(url).query().convert()` per entity, relation and candidate, sequentially) runs
+four ways in one process, against the same server, interleaved, `--repeat` times:
+
+- genuine:   `from SPARQLWrapper import SPARQLWrapper` (urllib, a new connection per query, no cache)
+- cold:      `from kgfed.engine.sync import SPARQLWrapper` with an empty cache directory
+- warm:      the same, again, on the cache the cold run filled
+- cache off: the drop-in with `cache=False` (kgfed's client, nothing stored)
+
+The drop-in is put in exactly as a user would: ToG's loop imports `SPARQLWrapper` from the
+`SPARQLWrapper` package, and that one name is swapped for the run. Every way must explore the same
+entities (checked). Reported: median wall seconds, median milliseconds per query, and requests sent.
+
+    python -m bench.dropin                       # starts a Virtuoso over cwq_subgraph.nt
+    python -m bench.dropin --questions 20 --repeat 5 --url http://127.0.0.1:8890/sparql
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections import Counter
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+import SPARQLWrapper as genuine_package
+
+from kgfed.engine import sync
+
+from .tog_pattern import load_topics, start_server, tog_explore
+
+OUT = Path(__file__).resolve().parent / "out"
+
+
+@contextmanager
+def imported_as(cls):
+    """ToG's `from SPARQLWrapper import SPARQLWrapper` picks up `cls` while the block runs."""
+    original = genuine_package.SPARQLWrapper
+    genuine_package.SPARQLWrapper = cls
+    try:
+        yield
+    finally:
+        genuine_package.SPARQLWrapper = original
+
+
+def drop_in(**options) -> type:
+    """The drop-in with fixed constructor options (ToG calls `SPARQLWrapper(url)`)."""
+
+    class DropIn(sync.SPARQLWrapper):
+        def __init__(self, endpoint: str, *args, **kwargs):
+            super().__init__(endpoint, *args, **{**options, **kwargs})
+
+    return DropIn
+
+
+def run_once(url: str, topics: list[list[str]], width: int, depth: int, cls) -> tuple[float, int, list[set[str]], int]:
+    """(wall seconds, queries, explored sets, requests the drop-in's client sent) for one exploration."""
+    counts: Counter = Counter()
+    sent = sync._runtime().client.stats["requests"]
+    with imported_as(cls):
+        started = time.perf_counter()
+        explored = tog_explore(url, topics, width, depth, False, counts)
+        wall = time.perf_counter() - started
+    sync.flush_cache()  # outside the timing: the writes were already off the caller's path
+    return wall, sum(counts.values()), explored, sync._runtime().client.stats["requests"] - sent
+
+
+def measure(url: str, topics: list[list[str]], width: int, depth: int, repeat: int) -> dict:
+    ways = ("genuine", "cold", "warm", "cache off")
+    walls: dict[str, list[float]] = {w: [] for w in ways}
+    sent: dict[str, list[int]] = {w: [] for w in ways}
+    queries, reference = 0, None
+    tog_explore(url, topics, width, depth, False)  # one unmeasured pass: Virtuoso's buffers are warm for everyone
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as cache_dir:
+            runs = {"genuine": genuine_package.Wrapper.SPARQLWrapper, "cold": drop_in(cache_dir=cache_dir),
+                    "warm": drop_in(cache_dir=cache_dir), "cache off": drop_in(cache=False)}
+            for way, cls in runs.items():
+                wall, queries, explored, requests = run_once(url, topics, width, depth, cls)
+                reference = reference or explored
+                assert explored == reference, f"{way} explored other entities than the genuine library"
+                walls[way].append(wall)
+                sent[way].append(queries if way == "genuine" else requests)
+    row = {"questions": len(topics), "width": width, "depth": depth, "queries": queries, "repeat": repeat}
+    for way in ways:
+        median = statistics.median(walls[way])
+        row[way] = {"wall_s": round(median, 3), "ms_per_query": round(1000 * median / queries, 3),
+                    "requests": statistics.median(sent[way]), "walls": [round(w, 3) for w in walls[way]]}
+    row["cold_vs_genuine"] = round(row["cold"]["wall_s"] / row["genuine"]["wall_s"], 3)
+    return row
+
+
+def markdown(row: dict) -> str:
+    lines = ["| way | requests sent | wall s (median) | ms / query | vs genuine |", "|---|---:|---:|---:|---:|"]
+    for way in ("genuine", "cold", "warm", "cache off"):
+        r = row[way]
+        lines.append(f"| {way} | {r['requests']:g} | {r['wall_s']:.3f} | {r['ms_per_query']:.3f} | "
+                     f"{r['wall_s'] / row['genuine']['wall_s']:.2f}× |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m bench.dropin", description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="an existing Virtuoso loaded with cwq_subgraph.nt (default: start one)")
+    parser.add_argument("--questions", type=int, default=20, help="CWQ questions whose topics are explored (default 20)")
+    parser.add_argument("--width", type=int, default=3)
+    parser.add_argument("--depth", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved repetitions; medians are reported (default 5)")
+    args = parser.parse_args(argv)
+    topics = load_topics(args.questions)
+    with (nullcontext(args.url) if args.url else start_server("virtuoso")) as url:
+        row = measure(url, topics, args.width, args.depth, args.repeat)
+    OUT.mkdir(exist_ok=True)
+    (OUT / "dropin.json").write_text(json.dumps(row, indent=2))
+    print(markdown(row))
+    print(f"\n{row['queries']} queries per run, {args.repeat} runs each; cold / genuine = {row['cold_vs_genuine']}")
+    return row
+
+
+if __name__ == "__main__":
+    main()
