@@ -417,7 +417,8 @@ def _file_answer(path: str, query: str, query_type: str, return_format: str) -> 
     try:
         result = store.query(query)
     except SyntaxError as exc:
-        raise _STATUS_ERRORS[400](f"file:{path} rejected the query: {exc}: fix the query", status=400) from None
+        raise _STATUS_ERRORS[400](f"file:{path} rejected the query: {_first_line(str(exc).encode())}: fix the query",
+                                  status=400) from None
     if query_type in (CONSTRUCT, DESCRIBE):
         name, content_type = _FILE_GRAPH_FORMATS.get(return_format, ("N_TRIPLES", "application/n-triples"))
         return content_type, result.serialize(format=getattr(ox.RdfFormat, name))

@@ -32,3 +32,25 @@ def test_sparqlwrapper_drop_in_returns_the_json_tog_reads():
     sparql.setReturnFormat(JSON)
     results = sparql.query().convert()
     assert [b["tailEntity"]["value"] for b in results["results"]["bindings"]] == ["http://rdf.freebase.com/ns/m.0345_"]
+
+
+def test_sparqlwrapper_drop_in_on_a_file_answers_ask_and_raises_the_genuine_error():
+    from SPARQLWrapper import XML
+    from SPARQLWrapper.SPARQLExceptions import QueryBadFormed
+
+    sparql = SPARQLWrapper(f"file:{need(CWQ_NT)}")
+    sparql.setReturnFormat(JSON)
+    sparql.setQuery("ASK { <http://rdf.freebase.com/ns/m.0146np> ?p ?o }")
+    assert sparql.query().convert() == {"head": {}, "boolean": True}
+    sparql.setQuery("SELECT ?o WHERE { <http://rdf.freebase.com/ns/m.0146np> "
+                    "<http://rdf.freebase.com/ns/location.location.containedby> ?o }")
+    sparql.setReturnFormat(XML)
+    uris = [node.firstChild.data for node in sparql.query().convert().getElementsByTagName("uri")]
+    assert uris == ["http://rdf.freebase.com/ns/m.0345_"]
+    sparql.setQuery("SELECT ?o WHERE { ?o }")
+    try:
+        sparql.query()
+    except QueryBadFormed as exc:
+        assert "file:" in str(exc) and "\n" not in str(exc)
+    else:
+        raise AssertionError("a malformed query must raise QueryBadFormed")
