@@ -559,7 +559,9 @@ class Engine:
             from ..sparql.rewrite import to_standard_sparql
 
             query = to_standard_sparql(query)
-        checked = await asyncio.to_thread(check_read_only, query, self.service_hosts(), max_rows)
+        remote = bool(getattr(graph.endpoint.inner, "url", None))  # an embedded store would fetch SERVICEs itself
+        checked = await asyncio.to_thread(check_read_only, query, self.service_hosts() if remote else set(), max_rows,
+                                          builtin_services=remote)
         result = await graph.select(checked)
         rows = result.rows[:max_rows]
         truncated = len(result.rows) > max_rows
@@ -653,8 +655,12 @@ def _path(merged, a: str, b: str, start: int, edge_path) -> PathOut:
 
 
 # -- the read-only SPARQL guard --------------------------------------------------------------------
-def check_read_only(query: str, hosts: set[str], max_rows: int) -> str:
-    """The query to send (a LIMIT added when it has none), or one-line KgfedError when it is not a safe read."""
+def check_read_only(query: str, hosts: set[str], max_rows: int, *, builtin_services: bool = True) -> str:
+    """The query to send (a LIMIT added when it has none), or one-line KgfedError when it is not a safe read.
+
+    `hosts`: the hosts a SERVICE may name; `builtin_services`: whether WDQS's built-in services
+    (`wikibase:label`, `wikibase:mwapi`, ...) may be used (only an HTTP endpoint evaluates them itself).
+    """
     from pyparsing import ParseException
     from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
     from rdflib.plugins.sparql.parserutils import CompValue
@@ -706,13 +712,15 @@ def check_read_only(query: str, hosts: set[str], max_rows: int) -> str:
             iri = str(term)
         else:
             raise KgfedError("SERVICE with a variable endpoint is refused: name the service IRI")
-        if iri.startswith(BUILTIN_SERVICE_PREFIX):
+        if iri.startswith(BUILTIN_SERVICE_PREFIX) and builtin_services:
             continue
         host = (urlsplit(iri).hostname or "").lower()
-        if host not in hosts:
-            raise KgfedError(f"SERVICE <{_short(iri, 80)}> is refused: federated queries may only reach this server's "
-                             f"endpoints ({', '.join(sorted(hosts)) or 'none over HTTP'}) or WDQS built-in services")
-    if body.name == "SelectQuery" and "limitoffset" not in body and "valuesClause" not in body:
+        if host not in hosts or iri.startswith(BUILTIN_SERVICE_PREFIX):
+            allowed = f"this server's endpoints ({', '.join(sorted(hosts))}) or WDQS built-in services" if builtin_services \
+                else "nothing from a local file store"
+            raise KgfedError(f"SERVICE <{_short(iri, 80)}> is refused: federated queries may only reach {allowed}")
+    has_limit = "limitoffset" in body and "limit" in body["limitoffset"]
+    if body.name == "SelectQuery" and not has_limit and "valuesClause" not in body:
         limited = f"{query.rstrip()}\nLIMIT {max_rows + 1}"
         try:
             parseQuery(limited)

@@ -210,6 +210,10 @@ async def test_stdio_lists_every_tool_with_schemas_and_calls_them_on_the_demo_kg
 
         count = await call(client, "sparql", kg="wikidata", query="SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
         assert int(count["rows"][0]["n"]["value"]) == len(wd)
+        # pyoxigraph would fetch a SERVICE itself: on a file store none is allowed, not even WDQS's label service
+        message = await refused(client, "sparql", kg="wikidata",
+                                query='SELECT ?l WHERE { SERVICE wikibase:label { bd:serviceParam wikibase:language "en" } }')
+        assert "nothing from a local file store" in message
 
         kgs = json.loads((await client.read_resource("kgfed://kgs")).contents[0].text)
         assert [k["name"] for k in kgs] == ["freebase", "wikidata"] and kgs[1]["stats"]["queries"] > 0
