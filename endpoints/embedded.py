@@ -137,22 +137,26 @@ class EmbeddedEndpoint:
 
     def select_sync(self, query: str) -> SelectResult:
         """Run a query in the calling thread."""
-        store = self.store
+        result, error = self._run(self.store, query)
+        if error is not None:
+            raise EndpointError(error)
+        return result
+
+    @staticmethod
+    def _run(store: ox.Store, query: str) -> tuple[SelectResult | None, str | None]:
+        """(answer, None) or (None, why): pyoxigraph's solution objects must die in the thread that made
+        them, so no exception (whose traceback would hold them) leaves this frame."""
+        error = None
         try:
             solutions = store.query(query)
-        except SyntaxError as exc:
-            raise EndpointError(f"the embedded store rejected the query: {_first(exc)}") from None
-        except (OSError, ValueError, RuntimeError) as exc:  # evaluation errors (e.g. a SERVICE it cannot reach)
-            raise EndpointError(f"the embedded store failed on the query ({exc.__class__.__name__}: {_first(exc)})") from None
-        if isinstance(solutions, bool):  # ASK
-            return ask_result(solutions)
-        if not isinstance(solutions, ox.QuerySolutions):
-            raise EndpointError("the embedded store got a CONSTRUCT/DESCRIBE query: kgfed's select takes SELECT or ASK")
-        variables = [v.value for v in solutions.variables]
-        rows = []
-        seen: dict = {}  # node -> Term: a node repeated across rows is converted once
-        try:
-            for solution in solutions:
+            if isinstance(solutions, (bool, ox.QueryBoolean)):  # ASK
+                return ask_result(bool(solutions)), None
+            if not isinstance(solutions, ox.QuerySolutions):
+                return None, "the embedded store got a CONSTRUCT/DESCRIBE query: kgfed's select takes SELECT or ASK"
+            variables = [v.value for v in solutions.variables]
+            rows = []
+            seen: dict = {}  # node -> Term: a node repeated across rows is converted once
+            for solution in solutions:  # computed lazily: evaluation errors surface here too
                 row = {}
                 for i, name in enumerate(variables):
                     node = solution[i]
@@ -162,9 +166,12 @@ class EmbeddedEndpoint:
                             term = seen[node] = _term(node)
                         row[name] = term
                 rows.append(row)
-        except (OSError, ValueError, RuntimeError) as exc:  # solutions are computed lazily, errors too
-            raise EndpointError(f"the embedded store failed on the query ({exc.__class__.__name__}: {_first(exc)})") from None
-        return SelectResult(variables, rows)
+            return SelectResult(variables, rows), None
+        except SyntaxError as exc:
+            error = f"the embedded store rejected the query: {_first(exc)}"
+        except (OSError, ValueError, RuntimeError) as exc:  # evaluation errors (e.g. a SERVICE it cannot reach)
+            error = f"the embedded store failed on the query ({exc.__class__.__name__}: {_first(exc)})"
+        return None, error
 
     async def select(self, query: str) -> SelectResult:
         if self._closed:
