@@ -47,6 +47,13 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
                                           "(default $KGFED_CONTACT, or contact = \"...\" in ~/.config/kgfed/config.toml)")
     parser.add_argument("--timeout", type=positive_float, default=60.0, help="per-request timeout in seconds (default 60)")
     parser.add_argument("--concurrency", type=positive_int, help="max parallel requests per host (WDQS default 5)")
+    parser.add_argument("--refresh", action="store_true", help="re-fetch every answer once and store the new one")
+    parser.add_argument("--max-age", type=positive_float, metavar="SECONDS",
+                        help="serve cached answers at most this old (default: a week for live Wikidata endpoints, "
+                             "unlimited for files, Freebase and local servers)")
+    parser.add_argument("--partial", choices=["error", "retry", "allow"], default=None,
+                        help="answers a server marks incomplete (Virtuoso timeout/row cap): error (default), retry "
+                             "with longer timeouts then error, or allow them (flagged; exit status 3)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -143,6 +150,7 @@ def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | No
     kwargs: dict[str, Any] = {"dialect": dialect or getattr(args, "dialect", None), "cache_dir": args.cache_dir,
                               "cache": not args.no_cache, "offline": args.offline, "timeout": args.timeout,
                               "concurrency": args.concurrency, "name": name}
+    kwargs.update({k: v for k in ("refresh", "max_age", "partial") if (v := getattr(args, k, None)) is not None})
     if client is not None:
         kwargs["client"] = client
     else:  # the KG's own client: the contact goes into its User-Agent
@@ -211,39 +219,58 @@ def warn_unknown(args: argparse.Namespace, ids: list[str], what: str, kg_name: s
 
 
 # -- commands --------------------------------------------------------------------------------------
+PARTIAL_EXIT = 3  # answered, but a server said the answer is incomplete (only with --partial allow)
+
+
+def partial_rows(answer, rows: list[dict[str, Any]]) -> int:
+    """For a partial answer: mark each JSON row `"partial": true`, say why on stderr, return exit status 3."""
+    if not getattr(answer, "partial", False):
+        return 0
+    for row in rows:
+        row["partial"] = True
+    notes = "; ".join(getattr(answer, "notes", ()) or [getattr(answer, "note", None) or "incomplete"])
+    print(f"kgfed: warning: partial answer, rows may be missing ({notes})", file=sys.stderr)
+    return PARTIAL_EXIT
+
+
 async def cmd_relations(args) -> int:
     async with open_kg(args) as kg:
         found = await kg.relations_many(args.entities, args.direction)
     rows = [r.to_json() for rels in found.values() for r in rels]
+    status = partial_rows(found, rows)
     warn_unknown(args, [e for e in dict.fromkeys(args.entities) if not found.get(e)], "relations", kg.name)
     emit(args, rows, ["entity", "direction", "relation", "label"], f"relations ({kg.name})")
-    return 0
+    return status
 
 
 async def cmd_neighbors(args) -> int:
     async with open_kg(args) as kg:
         edges = await kg.neighbors(args.entity, args.relation, args.direction, limit=args.limit)
     rows = [e.to_json() for e in edges]
+    status = partial_rows(edges, rows)
     emit(args, rows, ["direction", "relation", "entity", "label", "via"], f"{args.entity} {args.relation} ({kg.name})")
-    return 0
+    return status
 
 
 async def cmd_labels(args) -> int:
     async with open_kg(args) as kg:
         labels = await kg.labels(args.ids)
     rows = [label.to_json() for label in labels.values()]
+    status = partial_rows(labels, rows)
     warn_unknown(args, [i for i in labels if not (labels[i].label or labels[i].description)], "label", kg.name)
     for row in rows:
         row["aliases"] = ", ".join(row["aliases"]) if not args.json else row["aliases"]
     emit(args, rows, ["id", "label", "description", "aliases"])
-    return 0
+    return status
 
 
 async def cmd_search(args) -> int:
     async with open_kg(args) as kg:
         hits = await kg.search(args.text, args.limit, mode=args.mode)
-    emit(args, [h.to_json() for h in hits], ["id", "label", "description"], f"search {args.text!r} ({kg.name})")
-    return 0
+    rows = [h.to_json() for h in hits]
+    status = partial_rows(hits, rows)
+    emit(args, rows, ["id", "label", "description"], f"search {args.text!r} ({kg.name})")
+    return status
 
 
 async def cmd_query(args) -> int:
@@ -262,13 +289,11 @@ async def cmd_query(args) -> int:
 
             query = to_standard_sparql(query)
         result = await kg.select(query)
-    if args.json:
+    if args.json:  # a partial answer carries "kgfed": {"partial": true, "note": ...}
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=1))
     else:
         emit(args, [{v: (row[v].value if v in row else None) for v in result.vars} for row in result.rows], result.vars)
-    if result.partial:
-        print(f"kgfed: warning: partial result: {result.note}", file=sys.stderr)
-    return 0
+    return partial_rows(result, [])
 
 
 async def cmd_demo(args) -> int:
@@ -350,6 +375,51 @@ def _recording_context(args: argparse.Namespace):
     return recording(cassette, "once" if not Path(cassette).exists() else "new_episodes")
 
 
+LOADING_TEXT = "loading the sentence-embedding model (the first time takes up to a minute)…"
+
+
+class Spinner:
+    """A spinner line on stderr (a terminal only) while work runs; while the embedding model loads in
+    the background it says so. `text` is what it shows otherwise (None: shown only while loading)."""
+
+    def __init__(self, text: str | None = None):
+        self.text = text
+        self._status = None
+
+    def _show(self, text: str | None) -> None:
+        if text is None:
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
+            return
+        if self._status is None:
+            from rich.console import Console
+
+            self._status = Console(stderr=True).status(text)
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def loading(self, started: bool) -> None:
+        """`embeddings.on_loading`: switch to the loading text and back."""
+        self._show(LOADING_TEXT if started else self.text)
+
+    def __enter__(self) -> "Spinner":
+        from . import embeddings
+
+        if sys.stderr.isatty():
+            self._show(self.text)
+            embeddings.on_loading = self.loading
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from . import embeddings
+
+        if embeddings.on_loading == self.loading:
+            embeddings.on_loading = None
+        self._show(None)
+
+
 def _quiet_stdout() -> None:
     """After a closed pipe (`kgfed … | head`): send the rest of stdout nowhere, so exiting prints nothing."""
     try:
@@ -374,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        with _recording_context(args):
+        with _recording_context(args), Spinner():  # a spinner whenever the embedding model loads
             return asyncio.run(handlers[args.command](args))
     except BrokenPipeError:
         _quiet_stdout()
@@ -382,9 +452,10 @@ def main(argv: list[str] | None = None) -> int:
     except KgfedError as exc:
         print(f"kgfed: error: {_hint(args, str(exc))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        if not getattr(args, "interrupt_reported", False):
-            print("kgfed: interrupted", file=sys.stderr)
+    except KeyboardInterrupt:  # printed once; an interrupted run says what it kept
+        runner = sys.modules.get(f"{__package__}.runner")
+        note = getattr(runner, "interrupted_note", None)
+        print(f"kgfed: {note or 'interrupted'}", file=sys.stderr)
         return 130
     except Exception as exc:  # vcrpy's replay miss and other library errors: one line, never a traceback
         name = exc.__class__.__name__
