@@ -15,7 +15,9 @@ import re
 from collections import Counter
 
 import pyoxigraph as ox
+import pytest
 
+from kgfed.endpoints import client as client_module
 from kgfed.endpoints.transport import Request, Response
 
 WD, WDT, RDFS = "http://www.wikidata.org/entity/", "http://www.wikidata.org/prop/direct/", "http://www.w3.org/2000/01/rdf-schema#"
@@ -24,6 +26,17 @@ ROBOT_POLICY = "Please set a user-agent and respect our robot policy https://w.w
 GENERIC_AGENTS = re.compile(r"^(python-requests|aiohttp|Python-urllib|curl|Wget)/", re.IGNORECASE)
 CONTACT = re.compile(r"\([^)]*(@|https?://)[^)]*\)")
 PAPER = "Q90000001"  # a scholarly article (P31 Q13442814): only on the scholarly graph
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(monkeypatch, tmp_path):
+    """No contact, token or config file from the machine running the tests; the contact warning re-armed.
+
+    Autouse in every test module that imports it."""
+    for name in ("KGFED_CONTACT", "KGFED_WIKIMEDIA_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KGFED_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setattr(client_module, "_warned_no_contact", False)
 
 
 def _triples(*rows: tuple[str, str, str]) -> bytes:

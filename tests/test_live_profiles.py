@@ -7,7 +7,6 @@ import logging
 
 import pytest
 
-from kgfed.endpoints import client as client_module
 from kgfed.endpoints.client import HttpClient
 from kgfed.endpoints.http import HttpEndpoint
 from kgfed.endpoints.profiles import PROFILES, resolve_endpoint
@@ -19,18 +18,9 @@ from kgfed.engine.kg import KG
 from kgfed.engine.subgraph import expand
 from kgfed.sparql.errors import QueryTimeout, UserAgentRejected
 
-from .live_services import PAPER, Services
+from .live_services import PAPER, Services, no_user_config  # noqa: F401 (autouse)
 
 CONTACT = "kgfed-tests@example.org"
-
-
-@pytest.fixture(autouse=True)
-def _no_user_config(monkeypatch, tmp_path):
-    """No contact, token or config file from the machine running the tests."""
-    for name in ("KGFED_CONTACT", "KGFED_WIKIMEDIA_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("KGFED_CONFIG", str(tmp_path / "absent.toml"))
-    monkeypatch.setattr(client_module, "_warned_no_contact", False)
 
 
 def open_kg(services: Services, spec: str, **kw) -> KG:
@@ -177,3 +167,32 @@ def test_endpoints_listing_comes_from_the_profiles(capsys):
     assert by_name["qlever-freebase"]["url"] == "https://qlever.dev/api/freebase"
     assert "https://qlever.cs.uni-freiburg.de/api/wikidata" in by_name["qlever-wikidata"]["aliases"]
     assert all(r["limits"] and r["dialect"] in ("wikidata", "freebase") for r in rows)
+
+
+async def test_hypergraph_qualifiers_are_one_values_query_per_hop_with_the_per_pair_answers():
+    from pathlib import Path
+
+    from kgfed.engine.hypergraph import statements
+
+    from .live_services import CONTACT as AGENT_CONTACT, sparql_answer, store
+
+    demo = Path(__file__).resolve().parents[1] / "engine" / "data" / "demo_wikidata.nt"
+    graph = store(demo.read_bytes())
+    sent = []
+
+    def wdqs(request):
+        sent.append(request)
+        assert AGENT_CONTACT.search(request.headers["User-Agent"])
+        return sparql_answer(graph, request.fields()["query"])
+
+    pairs = [("Q42", "P26"), ("Q42", "P69"), ("Q42", "P19"), ("Q14623681", "P26")]
+    http = HttpClient(contact=CONTACT, transport=MockTransport(wdqs))
+    async with KG.open("wikidata", client=http, cache=False) as kg, KG.open(f"file:{demo}", cache=False) as local:
+        batched = await statements(kg, pairs)
+        assert len(sent) == 1 and "VALUES (?e ?p ?ps)" in sent[0].fields()["query"]
+        for pair in pairs:  # the same statements as the dialect's one-pair template finds, pair by pair
+            one = (await local.select(local.dialect.qualifiers(*pair))).rows
+            assert {st["id"] for st in batched[pair]} == {row["st"].value.rsplit("/", 1)[-1] for row in one}
+    await http.aclose()
+    spouse = next(st for st in batched[("Q42", "P26")] if st["value"] == "Q14623681")
+    assert dict(spouse["attributes"]) == {("start time", "1991-11-25"): None, ("end time", "2001-05-11"): None}
