@@ -42,6 +42,12 @@ class Result:
     def path_texts(self) -> list[str]:
         return [render_path(p) for p in self.paths]
 
+    @property
+    def partial(self) -> bool:
+        """Whether any KG answer this result was reasoned over was partial (`cost["partial"]` counts them;
+        only possible when the KGs were opened with `partial="allow"`, else they raise `PartialResult`)."""
+        return bool(self.cost.get("partial"))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "question": self.question,
@@ -52,6 +58,7 @@ class Result:
             "method": self.method,
             "cost": dict(self.cost),
             "reasoning": self.reasoning,
+            **({"partial": True} if self.partial else {}),
             **({"extra": self.extra} if self.extra else {}),
         }
 
