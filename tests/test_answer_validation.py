@@ -5,6 +5,7 @@ returned as right, 0 entries cached from a faulty answer (the cache is inspected
 outside the `KgfedError` family, and no unclosed sessions."""
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -46,7 +47,8 @@ def right_body(query: str) -> dict:
     if expect.form == "ASK":
         return {"head": {}, "boolean": True}
     names = sorted(expect.vars)
-    row = {v: {"type": "uri", "value": f"{WD}Q{i + 1}"} for i, v in enumerate(names)}
+    fixed = {"e": f"{WD}Q42", "r": "http://www.wikidata.org/prop/direct/P69", "id": f"{WD}Q42"}
+    row = {v: {"type": "uri", "value": fixed.get(v, f"{WD}Q{i + 1}")} for i, v in enumerate(names)}
     return {"head": {"vars": names}, "results": {"bindings": [row]}}
 
 
@@ -230,3 +232,45 @@ def test_check_answer_against_the_query_form():
 def test_the_key_is_the_query_text():
     assert cache_key("e", "SELECT ?s WHERE { ?s ?p ?o } # one row please\nLIMIT 1") != \
         cache_key("e", "SELECT ?s WHERE { ?s ?p ?o } # one row please LIMIT 1")
+
+
+async def _kgfed(*argv: str) -> tuple[int, str, str]:
+    import sys
+
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "kgfed.engine.cli", *argv,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_cli_partial_answers_error_by_default_and_exit_3_when_allowed(server, tmp_path):
+    server.script = [answering(right_body, S1TAT)]
+    common = ["--endpoint", server.url, "--dialect", "wikidata", "--cache-dir", str(tmp_path / "c"), "--json"]
+    code, out, err = await _kgfed("relations", "Q42", "--direction", "out", *common)
+    assert code == 2 and out == "" and "partial result" in err and len(err.strip().splitlines()) == 1
+    code, out, err = await _kgfed("relations", "Q42", "--direction", "out", "--partial", "allow", *common)
+    rows = json.loads(out)
+    assert code == 3 and rows and all(r["partial"] is True for r in rows)
+    assert "partial answer" in err and "incomplete results" in err
+    code, out, err = await _kgfed("query", "SELECT ?s ?p WHERE { ?s ?p ?o }", "--partial", "allow", *common)
+    assert code == 3 and json.loads(out)["kgfed"]["partial"] is True
+    server.script = [answering(right_body)]
+    code, out, err = await _kgfed("relations", "Q42", "--direction", "out", "--partial", "allow", *common)
+    assert code == 0 and all("partial" not in r for r in json.loads(out))
+
+
+async def test_a_methods_cost_and_record_carry_partial_answers(server, no_unclosed):
+    from kgfed.engine.methods.base import Method, Result
+
+    class OneHop(Method):
+        async def _answer(self, question, topics):
+            relations = await self.kgs["wd"].relations("Q42", "out")
+            return Result(question, "x", extra={"saw_partial": relations.partial})
+
+    server.script = [answering(right_body, S1TAT)]
+    async with _client() as client:
+        kg = _kg(server, None, client, partial="allow")
+        result = await OneHop({"wd": kg}, llm=None).answer("where?", {"wd": {"Q42": "Douglas Adams"}})
+        await kg.aclose()
+    assert result.cost["partial"] == 1 and result.partial and result.extra["saw_partial"]
+    assert result.to_json()["partial"] is True
