@@ -13,7 +13,8 @@ ACCEPT = "application/sparql-results+json"
 ServerKind = TypingLiteral["virtuoso", "qlever", "wdqs", "oxigraph", "generic"]
 SENDS_TIMEOUT = {"virtuoso", "generic"}  # servers that get Virtuoso's `timeout` parameter when one is set
 _QLEVER_HOSTS = {"qlever.dev", "qlever.cs.uni-freiburg.de"}
-PartialPolicy = TypingLiteral["report", "retry", "error"]
+PartialPolicy = TypingLiteral["error", "retry", "allow", "report"]
+PARTIAL_POLICIES = ("error", "retry", "allow", "report")
 _LIMIT = re.compile(r"\bLIMIT\s+(\d+)\s*$", re.IGNORECASE)
 
 
@@ -21,10 +22,15 @@ class HttpEndpoint:
     """A SPARQL endpoint URL. GET for short queries, POST (form-encoded) for long ones.
 
     Virtuoso answers HTTP 200 with incomplete results when its anytime timeout fires and says so only
-    in the `X-SQL-State: S1TAT` header; with `partial="retry"` the query is re-sent with a longer
-    `timeout` parameter (up to `max_timeout_ms`), otherwise the result is marked `partial` (never cached
-    as complete) or, with `partial="error"`, raised. A result whose size equals the server's row cap
-    (`max_rows`, Virtuoso's `ResultSetMaxRows`) is marked partial too.
+    in the `X-SQL-State: S1TAT` header, and cuts answers at its row cap (`X-SPARQL-MaxRows`, or a result
+    as long as a declared `max_rows`). A partial answer is never silent; the `partial` policy says what
+    happens to it:
+
+    - `"error"` (default): raise `PartialResult`;
+    - `"retry"`: re-send with a 4x longer `timeout` parameter up to `max_timeout_ms`, then raise
+      `PartialResult` if it is still incomplete (a row cap is not retried: paging is the fix);
+    - `"allow"`: return it marked `partial` (with `note`); the cache never stores it and the KG's
+      answers say `.partial`. (`"report"` is the old name of `"allow"`.)
     """
 
     def __init__(
@@ -34,7 +40,7 @@ class HttpEndpoint:
         *,
         default_graph: str | None = None,
         post_threshold: int = 1800,
-        partial: PartialPolicy = "report",
+        partial: PartialPolicy = "error",
         timeout_ms: int | None = None,
         max_timeout_ms: int = 600_000,
         max_rows: int | None = None,
@@ -57,19 +63,28 @@ class HttpEndpoint:
         self.server: ServerKind = server or server_kind(url)
 
     async def select(self, query: str) -> SelectResult:
+        """The answer to `query`, under the partial policy (see the class docstring)."""
+        if self.partial not in PARTIAL_POLICIES:
+            raise EndpointError(f"unknown partial policy {self.partial!r}: use error, retry or allow")
         timeout_ms = self.timeout_ms
+        attempts = 1
         while True:
             result = await self._send(query, timeout_ms)
             if not result.partial or self.partial != "retry" or (timeout_ms or 0) >= self.max_timeout_ms:
                 break
             timeout_ms = min(self.max_timeout_ms, (timeout_ms or 10_000) * 4)
+            attempts += 1
         limit = _LIMIT.search(query.strip())
         asked = int(limit.group(1)) if limit else None
         if self.max_rows and len(result.rows) >= self.max_rows and (asked is None or asked > self.max_rows):
             result.partial = True
             result.note = f"result has {len(result.rows)} rows, the server's cap (ResultSetMaxRows): add LIMIT/OFFSET paging"
-        if result.partial and self.partial == "error":
-            raise PartialResult(f"{self.name} returned a partial result ({result.note}): raise the server timeout or narrow the query")
+        if result.partial and self.partial not in ("allow", "report"):
+            tried = f" after {attempts} attempts" if self.partial == "retry" else ""
+            raise PartialResult(
+                f"{self.name} returned a partial result{tried} ({result.note}): narrow the query or raise the server's "
+                "limits, or open the KG with partial='allow' (CLI: --partial allow) to accept it marked partial"
+            )
         return result
 
     async def _send(self, query: str, timeout_ms: int | None) -> SelectResult:
@@ -109,6 +124,7 @@ class HttpEndpoint:
 
     async def aclose(self) -> None:  # the client is shared and closed by its owner
         return None
+
 
 def server_kind(url: str) -> ServerKind:
     """Which server software a URL reaches, from its host (`generic` when unknown)."""
