@@ -59,13 +59,14 @@ from urllib.parse import urlsplit
 import SPARQLWrapper as _sw
 from SPARQLWrapper import SmartWrapper as _smart
 from SPARQLWrapper import Wrapper as _wrapper
+from SPARQLWrapper import sparql_dataframe as _sparql_dataframe
 from SPARQLWrapper import (ASK, BASIC, CONSTRUCT, CSV, DELETE, DESCRIBE, DIGEST, GET, INSERT, JSON, JSONLD, N3, POST,
                            POSTDIRECTLY, RDF, RDFXML, SELECT, TSV, TURTLE, URLENCODED, XML, QueryResult)
 from SPARQLWrapper.SPARQLExceptions import (EndPointInternalError, EndPointNotFound, QueryBadFormed,
                                             SPARQLWrapperException, Unauthorized, URITooLong)
 
 from ..endpoints.client import HttpClient
-from ..sparql.errors import EndpointError, KgfedError, RateLimited
+from ..sparql.errors import EndpointError, EndpointTimeout, KgfedError
 from .kg import KG
 
 __all__ = [
@@ -135,7 +136,7 @@ class SyncKG:
 
 
 # ---- the drop-in's errors: the genuine classes, and kgfed's EndpointError too ------------------------------
-def _twin_error(genuine: type[Exception], kgfed: type[EndpointError] = EndpointError) -> type[Exception]:
+def _twin_error(genuine: type[Exception], kgfed: type[KgfedError] = EndpointError) -> type[Exception]:
     """A subclass of the genuine exception that is also a kgfed error, with a one-line message."""
 
     def __init__(self, message: str, *, status: int | None = None, response: bytes = b"") -> None:
@@ -153,6 +154,7 @@ _STATUS_ERRORS = {400: _twin_error(QueryBadFormed), 401: _twin_error(Unauthorize
 _INTERNAL = _twin_error(EndPointInternalError)
 _UNREACHABLE = _twin_error(urllib.error.URLError)
 _TIMEOUT = _twin_error(TimeoutError)
+_NOT_SELECT = _twin_error(_sparql_dataframe.QueryException, KgfedError)
 _FIXES = {400: "fix the query", 401: "check setCredentials", 404: "check the endpoint URL",
           414: "setMethod(POST) for long queries"}
 
@@ -479,12 +481,19 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
             return runtime.send(method, url, body, headers, self.timeout)
         except TimeoutError:
             raise _TIMEOUT(f"{host} did not answer within setTimeout({self.timeout}) s: simplify the query or raise the timeout") from None
-        except RateLimited as exc:
-            raise _HTTPError(url, 429, str(exc), {}, b"") from None
-        except EndpointError as exc:
-            if exc.status is not None and exc.status >= 500:
-                raise _INTERNAL(str(exc), status=exc.status) from None
-            raise _UNREACHABLE(f"{exc}: check that the endpoint is running and the URL is right") from None
+        except EndpointError as exc:  # after kgfed's retries: the class the genuine library raises for it
+            status = exc.status
+            if status is None:
+                if isinstance(exc, EndpointTimeout):
+                    raise _TIMEOUT(str(exc)) from None
+                raise _UNREACHABLE(f"{exc}: check that the endpoint is running and the URL is right") from None
+            if status >= 500:
+                raise _INTERNAL(str(exc), status=status) from None
+            if status in _STATUS_ERRORS:
+                raise _STATUS_ERRORS[status](str(exc), status=status) from None
+            if status >= 400:
+                raise _HTTPError(url, status, str(exc), {}, b"") from None
+            raise  # a 2xx kgfed refuses (e.g. a robot-policy page): its own one-line error
 
 
 class SPARQLWrapper2(SPARQLWrapper, _smart.SPARQLWrapper2):
@@ -497,14 +506,17 @@ class SPARQLWrapper2(SPARQLWrapper, _smart.SPARQLWrapper2):
 
 
 def get_sparql_dataframe(endpoint: str, query: str | bytes):
-    """The genuine `get_sparql_dataframe` (pandas), answered through the drop-in."""
-    import pandas as pd
-    import rdflib.term
-
+    """The genuine `get_sparql_dataframe` (a pandas DataFrame of typed values), answered through the drop-in."""
     sparql = SPARQLWrapper2(endpoint)
     sparql.setQuery(query)
     if sparql.queryType != SELECT:
-        raise KgfedError("get_sparql_dataframe supports SELECT queries only: rewrite the query as a SELECT")
+        raise _NOT_SELECT("get_sparql_dataframe supports SELECT queries only: rewrite the query as a SELECT")
+    try:
+        import pandas as pd
+    except ImportError:
+        raise KgfedError("get_sparql_dataframe needs pandas: pip install pandas") from None
+    import rdflib.term
+
     rows = [{k: rdflib.term.Literal(v.value, datatype=v.datatype).toPython() for k, v in binding.items()}
             for binding in sparql.query().bindings]
     return pd.DataFrame(rows)

@@ -432,3 +432,10 @@ def test_a_process_using_the_drop_in_exits_without_unclosed_session_warnings(oxi
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
     assert "Unclosed" not in done.stderr and "unclosed" not in done.stderr.lower(), done.stderr
+
+
+def test_get_sparql_dataframe_refuses_what_the_genuine_one_refuses(echo):
+    from SPARQLWrapper.sparql_dataframe import QueryException
+
+    with pytest.raises(QueryException, match="SELECT queries only"):
+        sync.get_sparql_dataframe(f"{echo}/echo", "ASK { ?s ?p ?o }")
