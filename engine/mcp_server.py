@@ -803,6 +803,8 @@ def build_server(engine: Engine) -> MCPServer:
         own_version = "0"
     server = KgfedMCP("kgfed", title="kgfed knowledge graphs", version=own_version,
                        instructions=INSTRUCTIONS.format(kgs=kg_list), log_level="WARNING")
+    for handler in logging.getLogger().handlers:  # libraries that set their own logger to DEBUG (bm25s) stay quiet
+        handler.setLevel(logging.WARNING)
 
     @server.tool(annotations=READ_ONLY, description=(
         "Find entity ids by label in each KG (exact label or alias match; WDQS uses its entity search). Use it first "
@@ -985,7 +987,6 @@ async def relation_vocabulary(engine: Engine, name: str, top: int = 2000) -> lis
 
 async def serve(args: Any) -> int:
     """Open the engine, then serve MCP on stdio or streamable HTTP until the client or a signal ends it."""
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # its index-building debug lines are noise on stderr
     engine = Engine.open(args)
     try:
         server = build_server(engine)
