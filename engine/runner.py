@@ -29,12 +29,16 @@ from typing import Any
 
 from ..sparql.errors import KgfedError
 from .datasets import Question, gold_answers, read_records
-from .evaluate import Prediction, evaluate, prediction_from_record, prediction_record, tog_match, write_predictions
+from .evaluate import (NULL_ANSWER, Prediction, evaluate, prediction_from_record, prediction_record, tog_match,
+                       write_predictions)
 
 # Cost figures that do not depend on the cache or on timing: kept in the prediction records. SPARQL
 # counts are not among them: alignments have their own cache, so a warm run asks fewer queries.
 STABLE_COSTS = ("llm_calls", "input_tokens", "output_tokens")
 MAX_FAILURES_BEFORE_SUCCESS = 10  # abort a run whose first questions all fail (a broken setup, not bad luck)
+# What the last interrupted run kept (the CLI prints it once, in place of a bare "interrupted").
+interrupted_note: str | None = None
+PRELOAD_BELOW = 100  # load the embedding model in the background when its cache holds fewer vectors (a first run)
 # open_kgs reads these options; RunSpec.kg_options overrides them.
 KG_OPTION_DEFAULTS: dict[str, Any] = {"kg": None, "endpoint": None, "cache_dir": None, "no_cache": False, "offline": False,
                                       "timeout": 60.0, "concurrency": None, "user_agent": None, "contact": None}
@@ -83,7 +87,12 @@ def method_class(name: str):
 
 
 class Runtime:
-    """The shared objects of a run: KGs (with the response cache), LLM, embedder, text source, method."""
+    """The shared objects of a run: KGs (with the response cache), LLM, embedder, text source, method.
+
+    In the LLM-free mode a missing embeddings extra is a one-line error up front, and on a first run
+    (an embedding cache with few vectors) the model starts loading in a background thread while the
+    method's first KG queries run.
+    """
 
     def __init__(self, spec: RunSpec):
         self.spec = spec.resolved()
@@ -98,11 +107,18 @@ class Runtime:
         from .llm import make_llm
 
         cls = method_class(self.spec.method)
+        if self.spec.llm == "none":
+            from .embeddings import missing_extra
+
+            missing = missing_extra()
+            if missing:
+                raise KgfedError(f"{missing} (or choose an LLM with --llm)")
         self._client = self._http_client()
         try:
             self.kgs = open_kgs(argparse.Namespace(**self.spec.kg_options), client=self._client)
             self.llm = make_llm(self.spec.llm, client=self._client)
             self.embedder = self._embedder()
+            self._preload()
             self.text = self._text_source()
             try:
                 self.method = cls(self.kgs, self.llm, embedder=self.embedder, text=self.text, **self.spec.params)
@@ -124,6 +140,16 @@ class Runtime:
         from .embeddings import Embedder
 
         return Embedder(self.spec.embeddings_dir if self.spec.embeddings_dir else False)
+
+    def _preload(self) -> None:
+        """Start loading the embedding model now when the embedding cache is (nearly) empty."""
+        if self.embedder is None or self.spec.llm != "none" or ":" in self.spec.method:  # custom methods: on first use
+            return
+        cache = self.embedder.cache
+        if cache is None or len(cache) < PRELOAD_BELOW:
+            from .embeddings import preload
+
+            preload(self.embedder.model_path)
 
     def _text_source(self):
         if not self.spec.text:
@@ -180,7 +206,7 @@ class Answered:
 
 def to_prediction(question: Question, result, fmt: str) -> Prediction:
     """A ToG (`results`, `{answer}`, reasoning chains) or ToG-2 (`answer`) prediction of a Result."""
-    answer = (result.answer or "").strip()
+    answer = (result.answer or "").strip() or NULL_ANSWER  # "no answer": never "{}", which ToG's rule scores as right
     raw = answer if fmt == "tog2" or "{" in answer else f"{{{answer}}}"
     stable = {k: result.cost[k] for k in STABLE_COSTS if k in result.cost}
     chains = [[list(t) for t in chain] for chain in result.tog_chains()] if fmt != "tog2" else []
@@ -415,7 +441,7 @@ class Tally:
             return
         self.done += 1
         question = self.by_id[answered.id]
-        self.hits += tog_match(answered.prediction.answer, gold_answers(question))
+        self.hits += not answered.prediction.null and tog_match(answered.prediction.answer, gold_answers(question))
         for key, value in answered.cost.items():
             if isinstance(value, (int, float)):
                 self.cost[key] = self.cost.get(key, 0) + value
@@ -445,6 +471,13 @@ class Progress:
         self.enabled = enabled
         self._bar = None
         self._last = 0.0
+        self._loading = False
+        self._hook = None
+
+    def loading(self, started: bool) -> None:
+        """`embeddings.on_loading` while the bar is shown: the bar says the model is loading."""
+        self._loading = started
+        self.update()
 
     def __enter__(self) -> "Progress":
         from rich.console import Console
@@ -456,19 +489,27 @@ class Progress:
             self._bar = Bar(TextColumn("run"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                             TextColumn("{task.fields[stats]}"), console=console, transient=False)
             self._bar.__enter__()
-            self._task = self._bar.add_task("run", total=self.tally.total, stats="")
+            self._task = self._bar.add_task("run", total=self.tally.total, stats="starting…")
+            from . import embeddings
+
+            self._hook, embeddings.on_loading = embeddings.on_loading, self.loading
         return self
 
     def update(self) -> None:
         t = self.tally
         if self._bar is not None:
-            self._bar.update(self._task, completed=t.done + len(t.failures), stats=t.line())
+            stats = ("loading the sentence-embedding model…" if self._loading else
+                     t.line() if t.done or t.failures else "starting…")
+            self._bar.update(self._task, completed=t.done + len(t.failures), stats=stats)
         elif self.enabled and time.perf_counter() - self._last >= 10:
             self._last = time.perf_counter()
             print(f"kgfed: {t.done + len(t.failures)}/{t.total} · {t.line()}", file=sys.stderr, flush=True)
 
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
+            from . import embeddings
+
+            embeddings.on_loading = self._hook
             self.update()
             self._bar.__exit__(*exc)
 
@@ -519,17 +560,26 @@ async def run(spec: RunSpec, questions: Sequence[Question], out: str | Path, *, 
                 async with Runtime(spec) as runtime:
                     tally.started = time.perf_counter()  # rates measure answering, not opening the runtime
                     await answer_all(runtime, todo, fmt, concurrency, on_done)
-    except (asyncio.CancelledError, KeyboardInterrupt):
+    except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (a scheduler, `kill`): same ending
         interrupted = True
-        if terminated():  # SIGTERM (a scheduler, `kill`): end like Ctrl-C, not with a traceback
+        if terminated():
             raise KeyboardInterrupt from None
-        raise
+        raise  # asyncio.run turns the cancellation into KeyboardInterrupt once its loop is shut down cleanly
     finally:
         _restore_sigterm()
         output.finalize()
         if interrupted:
-            print(f"kgfed: interrupted: {tally.done} new answers kept in {output.path} (run again to resume)", file=sys.stderr)
+            global interrupted_note
+            interrupted_note = _interrupted_note(output, tally, terminated())
     return summarize(output, questions, tally, len(questions) - len(todo))
+
+
+def _interrupted_note(output: Output, tally: Tally, sigterm: bool) -> str:
+    """What an interrupted run kept: the answers in the file, or that nothing was written."""
+    why = "interrupted (SIGTERM)" if sigterm else "interrupted"
+    if output.path.exists() and output.predictions:
+        return f"{why}: {tally.done} new answers kept in {output.path} ({len(output.predictions)} in all; run again to resume)"
+    return f"{why} before any question was answered: nothing written"
 
 
 def _cancel_on_sigterm() -> Callable[[], bool]:
