@@ -58,6 +58,7 @@ WDQS_PREFIXES = {"wikibase": BUILTIN_SERVICE_PREFIX, "bd": "http://www.bigdata.c
 
 Direction = Literal["out", "in", "both"]
 OneDirection = Literal["out", "in"]
+Id = Annotated[str, Field(max_length=200)]
 KgName = Annotated[str | None, Field(description="name of one KG of this server (see the `kgfed://kgs` resource); default: every KG the id fits")]
 
 
@@ -844,7 +845,7 @@ def build_server(engine: Engine) -> MCPServer:
         "Name ids: label, description and aliases of entities or properties (Q42, P69, m.0282x). Use it to read ids "
         "returned by other tools. Cost: one SPARQL query per KG per 50 ids."))
     async def labels(
-        ids: Annotated[list[Annotated[str, Field(max_length=200)]], Field(description="ids to name", min_length=1, max_length=MAX_IDS)],
+        ids: Annotated[list[Id], Field(description="ids to name", min_length=1, max_length=MAX_IDS)],
         kg: KgName = None,
     ) -> Annotated[CallToolResult, LabelsOut]:
         return await _guard("labels", lambda: engine.labels(ids, kg))
@@ -854,7 +855,7 @@ def build_server(engine: Engine) -> MCPServer:
         "claims (P646, confidence 1), a unique exact label (0.9, alias 0.75) or label embeddings (SBERT, cosine; loads "
         "a model the first time). Each link says its method and confidence. Cost: a few SPARQL queries; cached per id."))
     async def align(
-        ids: Annotated[list[Annotated[str, Field(max_length=200)]], Field(description="ids of any KG", min_length=1, max_length=MAX_IDS)],
+        ids: Annotated[list[Id], Field(description="ids of any KG", min_length=1, max_length=MAX_IDS)],
         kg: KgName = None,
         methods: Annotated[list[Literal["p646", "label", "sbert"]] | None,
                            Field(description="alignment methods in order (default: the server's --methods)")] = None,
@@ -867,7 +868,7 @@ def build_server(engine: Engine) -> MCPServer:
         "ids, and every edge keeps the KG it came from and its original relation id. Bounded: hops ≤ 3, max_edges "
         "returned. Cost: about 2 queries per KG per hop plus alignment and label queries."))
     async def expand(
-        topics: Annotated[list[Annotated[str, Field(max_length=200)]], Field(description="topic ids (Q42, m.0282x)", min_length=1, max_length=MAX_IDS)],
+        topics: Annotated[list[Id], Field(description="topic ids (Q42, m.0282x)", min_length=1, max_length=MAX_IDS)],
         hops: Annotated[int, Field(ge=0, le=MAX_HOPS)] = 1,
         width: Annotated[int, Field(ge=0, le=100, description="relations followed per entity and KG (0 = all)")] = 3,
         limit: Annotated[int, Field(ge=0, le=MAX_NEIGHBORS, description="neighbours kept per entity and relation (0 = all)")] = 10,
@@ -882,7 +883,7 @@ def build_server(engine: Engine) -> MCPServer:
         "entities merged). Each step gives the KG, relation and direction. Use it for 'how is X related to Y'. "
         "Cost: like expand with hops = ceil(max_depth/2); width 0 follows every relation."))
     async def paths(
-        entities: Annotated[list[Annotated[str, Field(max_length=200)]], Field(description="two or more ids", min_length=2, max_length=10)],
+        entities: Annotated[list[Id], Field(description="two or more ids", min_length=2, max_length=10)],
         max_depth: Annotated[int, Field(ge=1, le=MAX_DEPTH, description="edges per path at most")] = 2,
         width: Annotated[int, Field(ge=0, le=100, description="relations followed per entity (0 = all)")] = 0,
         limit: Annotated[int, Field(ge=0, le=MAX_NEIGHBORS, description="neighbours kept per relation (0 = all)")] = 20,
@@ -926,7 +927,7 @@ def build_server(engine: Engine) -> MCPServer:
     async def ask(
         question: Annotated[str, Field(description="the question", max_length=1000)],
         method: Annotated[Literal["tog", "tog2", "pog", "hydra", "inses", "proh"], Field(description="the reasoning method")] = "tog",
-        topics: Annotated[list[Annotated[str, Field(max_length=200)]] | None, Field(description="topic ids (default: linked from the question)", max_length=10)] = None,
+        topics: Annotated[list[Id] | None, Field(description="topic ids (default: linked from the question)", max_length=10)] = None,
         width: Annotated[int | None, Field(ge=1, le=10, description="beam width")] = None,
         depth: Annotated[int | None, Field(ge=1, le=5, description="maximum depth")] = None,
     ) -> Annotated[CallToolResult, AskOut]:
@@ -985,6 +986,18 @@ async def relation_vocabulary(engine: Engine, name: str, top: int = 2000) -> lis
     return out
 
 
+def _check_port(port: int) -> None:
+    """Fail with one line when the loopback port is taken (uvicorn would log and exit)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: only a listener conflicts
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise KgfedError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror}): pick another --port") from None
+
+
 async def serve(args: Any) -> int:
     """Open the engine, then serve MCP on stdio or streamable HTTP until the client or a signal ends it."""
     engine = Engine.open(args)
@@ -993,6 +1006,7 @@ async def serve(args: Any) -> int:
         if args.transport == "stdio":
             await server.run_stdio_async()
         else:
+            _check_port(args.port)
             print(f"kgfed: MCP server on http://127.0.0.1:{args.port}/mcp (streamable HTTP; Ctrl-C stops it)", file=sys.stderr)
             await server.run_streamable_http_async(host="127.0.0.1", port=args.port)
     finally:

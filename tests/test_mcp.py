@@ -408,3 +408,21 @@ def test_the_mcp_inspector_cli_lists_and_calls_the_tools():
     assert called.returncode == 0, called.stderr[-800:]
     result = json.loads(called.stdout)
     assert [e["entity"] for e in result["structuredContent"]["edges"]] == ["Q350"]
+
+
+def test_start_up_errors_are_one_line():
+    if not KGFED.exists():
+        pytest.skip(f"{KGFED} is not installed (pip install -e .)")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        runs = [subprocess.run([str(KGFED), "mcp", "--transport", "http", "--port", str(port)], capture_output=True, text=True,
+                               timeout=60, env=env(), stdin=subprocess.DEVNULL)]
+    runs.append(subprocess.run([str(KGFED), "mcp", "--endpoint", "freebase=file:/nonexistent/fb.nt"], capture_output=True,
+                               text=True, timeout=60, env=env(), stdin=subprocess.DEVNULL))
+    runs.append(subprocess.run([str(KGFED), "mcp", "--kg", "wikidata", "--endpoint", "freebase=file:x.nt"], capture_output=True,
+                               text=True, timeout=60, env=env(), stdin=subprocess.DEVNULL))
+    for run, expected in zip(runs, (f"cannot listen on 127.0.0.1:{port}", "no RDF file", "--kg does not list")):
+        assert run.returncode == 2 and run.stdout == ""
+        assert run.stderr.startswith("kgfed: error: ") and expected in run.stderr and run.stderr.count("\n") == 1, run.stderr
