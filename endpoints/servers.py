@@ -93,12 +93,40 @@ def _sql_string(text: str) -> str:
 
 
 def _log_tail(path: Path, lines: int = 3) -> str:
-    """The last non-empty lines of a log file, joined on one line (empty if unreadable)."""
+    """The reason in a server's log, on one line: its error lines if it has any (a Rust panic's
+    message, not its backtrace), else the last non-empty lines ("" if unreadable)."""
     try:
-        tail = [l.strip() for l in path.read_text(errors="replace").splitlines() if l.strip()][-lines:]
+        return _reason(path.read_text(errors="replace"), lines)
     except OSError:
         return ""
-    return " | ".join(tail)
+
+
+def _reason(output: str, lines: int = 3) -> str:
+    """The error in a program's output on one line: a Rust panic's message (not its backtrace), the
+    lines that say error, else the last lines."""
+    text = [l.strip() for l in output.splitlines() if l.strip()]
+    for line in text:
+        if "` value: " in line:  # called `Result::unwrap()` on an `Err` value: THE REASON
+            return line.split("` value: ", 1)[1][:400]
+    noise = ("stack backtrace", "at ./", "at /", "note:", "thread '")
+    text = [l for l in text if not l.lower().startswith(noise) and not l.split(":", 1)[0].strip().isdigit()]
+    errors = [l for l in text if "error" in l.lower() or "panicked" in l.lower()]
+    if len(errors) > 1 and errors[-1].startswith("Error: "):  # a summary after the real reason
+        errors = errors[:-1]
+    return " | ".join((errors or text)[-lines:])[:400]
+
+
+def check_port_free(port: int, option: str, host: str = "127.0.0.1") -> None:
+    """Raise ServerError when `port` is taken on `host` (before a server fails on it less clearly)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except PermissionError:
+            raise ServerError(f"port {port} ({option}) needs privileges on {host}: pick one above 1024, "
+                              "or leave the option out for a free port") from None
+        except OSError:
+            raise ServerError(f"port {port} ({option}) is already in use on {host}: stop what holds it, pick another, "
+                              "or leave the option out for a free port") from None
 
 
 class LocalServer:
@@ -130,6 +158,10 @@ class LocalServer:
     def _after_start(self) -> None:
         """Work that needs the running server (bulk loads)."""
 
+    def _ports(self) -> dict[str, int]:
+        """The ports the server will bind, by the CLI option that sets them (checked before starting)."""
+        return {}
+
     def _request_shutdown(self) -> None:
         """Ask the server to stop cleanly (default: SIGTERM)."""
         assert self.process is not None
@@ -149,7 +181,16 @@ class LocalServer:
         if self.running:
             return self
         t0 = time.monotonic()
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        for option, number in self._ports().items():
+            check_port_free(number, option)
+        try:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            probe = self.workdir / ".kgfed-write-test"
+            probe.touch()
+            probe.unlink()
+        except OSError as exc:
+            raise ServerError(f"cannot use {self.workdir} as the {self.name} workdir ({exc.strerror}): "
+                              "give a writable --workdir, or leave it out for a temporary one") from None
         if self._remove_workdir is not None and not self._remove_workdir.alive:  # restarted after stop()
             self._remove_workdir = self._workdir_finalizer()
         try:
@@ -178,6 +219,7 @@ class LocalServer:
                 raise ServerError(
                     f"{self.name} exited during startup (code {self.process.returncode}): "
                     f"{_log_tail(self.log_path) or 'no output'}"
+                    + ("" if self._own_workdir else f" (log: {self.log_path})")
                 )
             try:
                 req = urllib.request.Request(probe, headers={"Accept": "application/sparql-results+json"})
@@ -267,6 +309,9 @@ class VirtuosoServer(LocalServer):
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}/sparql"
+
+    def _ports(self) -> dict[str, int]:
+        return {"--port": self.http_port, "--isql-port": self.port}
 
     def graph_url(self, graph: str) -> str:
         """The endpoint URL with `default-graph-uri=graph`: queries without FROM see only that graph."""
@@ -381,6 +426,9 @@ class OxigraphServer(LocalServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/query"
 
+    def _ports(self) -> dict[str, int]:
+        return {"--port": self.port}
+
     def _before_start(self) -> None:
         if not self.files:
             return
@@ -389,9 +437,9 @@ class OxigraphServer(LocalServer):
             cmd += ["--graph", self.graph]
         done = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
-            lines = done.stderr.strip().splitlines() or ["no output"]
-            reason = next((l for l in lines if l.startswith("Error")), lines[-1]).strip()
-            raise ServerError(f"oxigraph load failed ({reason}): fix the file, and check no server holds {self.location}")
+            reason = _reason(done.stderr, 1) or "no output"
+            held = "" if self._own_workdir else f", and check no server holds {self.location}"
+            raise ServerError(f"oxigraph load failed ({reason}): fix the file{held}")
 
     def _command(self) -> list[str]:
         cmd = [str(self.binary), "serve-read-only", "--location", str(self.location), "--bind", f"127.0.0.1:{self.port}"]
@@ -400,8 +448,10 @@ class OxigraphServer(LocalServer):
         return cmd
 
 
-def _serve_forever(server: LocalServer, describe: Callable[[LocalServer], str], out=sys.stdout) -> int:
-    """Start `server`, print how to reach it, block until Ctrl-C or SIGTERM, stop it; returns 0."""
+def _serve_forever(server: LocalServer, describe: Callable[[LocalServer], str], out=sys.stdout,
+                   info: Callable[[LocalServer], dict] | None = None) -> int:
+    """Start `server`, print how to reach it (one JSON line when `info` is given), block until Ctrl-C
+    or SIGTERM, stop it; returns 0."""
 
     def _raise_interrupt(signum, frame):  # SIGTERM → same clean path as Ctrl-C
         raise KeyboardInterrupt
@@ -409,12 +459,19 @@ def _serve_forever(server: LocalServer, describe: Callable[[LocalServer], str], 
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with server:
-            print(describe(server), file=out, flush=True)
-            print("Ctrl-C to stop", file=out, flush=True)
+            if info is not None:
+                import json
+
+                print(json.dumps(info(server)), file=out, flush=True)
+            else:
+                print(describe(server), file=out, flush=True)
+                print("Ctrl-C to stop", file=out, flush=True)
             while server.running:
                 time.sleep(1)
             code = server.process.returncode if server.process else None
-            raise ServerError(f"{server.name} exited unexpectedly (code {code}): see {server.log_path}")
+            # the reason, read now: a temporary workdir (and its log) is gone once the server is stopped
+            raise ServerError(f"{server.name} exited unexpectedly (code {code}): {_log_tail(server.log_path) or 'no output'}"
+                              + ("" if server._own_workdir else f" (log: {server.log_path})"))
     except KeyboardInterrupt:
         return 0
     finally:
@@ -427,6 +484,7 @@ def serve_virtuoso(
     port: int | None = None,
     http_port: int | None = None,
     workdir: PathLike | None = None,
+    as_json: bool = False,
     **options,
 ) -> int:
     """Run Virtuoso with `data_files` loaded into `graph` until Ctrl-C (a given `workdir` is kept and reused)."""
@@ -435,6 +493,8 @@ def serve_virtuoso(
         server,
         lambda s: (f"Virtuoso SPARQL endpoint: {s.url}  (graph <{graph}>: {s.graph_url(graph)})\n"
                    f"isql: {s.isql_binary} 127.0.0.1:{s.port} dba dba   workdir: {s.workdir}"),
+        info=(lambda s: {"endpoint": s.url, "graph": graph, "graph_endpoint": s.graph_url(graph), "isql_port": s.port,
+                         "workdir": str(s.workdir), "startup_seconds": round(s.startup_seconds or 0, 2)}) if as_json else None,
     )
 
 
@@ -442,8 +502,11 @@ def serve_oxigraph(
     data_files: Sequence[PathLike],
     port: int | None = None,
     workdir: PathLike | None = None,
+    as_json: bool = False,
     **options,
 ) -> int:
     """Run a read-only Oxigraph server over `data_files` until Ctrl-C (a given `workdir` is kept and reused)."""
     server = OxigraphServer(data_files, port=port, workdir=workdir, **options)
-    return _serve_forever(server, lambda s: f"Oxigraph SPARQL endpoint: {s.url}   workdir: {s.workdir}")
+    return _serve_forever(server, lambda s: f"Oxigraph SPARQL endpoint: {s.url}   workdir: {s.workdir}",
+                          info=(lambda s: {"endpoint": s.url, "workdir": str(s.workdir),
+                                           "startup_seconds": round(s.startup_seconds or 0, 2)}) if as_json else None)

@@ -47,6 +47,7 @@ def register(command, add_source_options, add_cache_options) -> None:
     p.add_argument("--workdir", help="keep the database here and reuse it next time (default: a temp dir, removed)")
     p.add_argument("--max-rows", type=int, default=10_000, help="ResultSetMaxRows (default 10000)")
     p.add_argument("--query-timeout", type=int, default=0, help="MaxQueryExecutionTime in s, the anytime limit (0 = none)")
+    p.add_argument("--json", action="store_true", help="print the endpoint as one JSON line")
 
     p = command("serve-oxigraph", cmd_serve_oxigraph,
                 "serve RDF files from a read-only Oxigraph server on 127.0.0.1 until Ctrl-C (prints the endpoint URL)")
@@ -54,6 +55,7 @@ def register(command, add_source_options, add_cache_options) -> None:
     p.add_argument("--port", type=int, help="HTTP port (default: a free port)")
     p.add_argument("--workdir", help="keep the store here and reuse it next time (default: a temp dir, removed)")
     p.add_argument("--query-timeout", type=int, help="per-query timeout in seconds")
+    p.add_argument("--json", action="store_true", help="print the endpoint as one JSON line")
 
 
 # -- gold ------------------------------------------------------------------------------------------
@@ -212,10 +214,11 @@ async def cmd_serve_virtuoso(args: argparse.Namespace) -> int:
 
     return _foreground(serve_virtuoso, args.files, args.graph, port=args.isql_port, http_port=args.port,
                        workdir=args.workdir, result_set_max_rows=args.max_rows,
-                       max_query_execution_time=args.query_timeout)
+                       max_query_execution_time=args.query_timeout, as_json=args.json)
 
 
 async def cmd_serve_oxigraph(args: argparse.Namespace) -> int:
     from ..endpoints.servers import serve_oxigraph
 
-    return _foreground(serve_oxigraph, args.files, port=args.port, workdir=args.workdir, timeout_s=args.query_timeout)
+    return _foreground(serve_oxigraph, args.files, port=args.port, workdir=args.workdir, timeout_s=args.query_timeout,
+                       as_json=args.json)

@@ -111,3 +111,71 @@ def test_serve_prints_url_answers_and_stops_on_ctrl_c(kind):
     assert not workdir.exists()  # the temporary database went with it
     with pytest.raises((urllib.error.URLError, OSError)):
         http_select(url, "ASK {}", timeout=3)
+
+
+# -- servers: every failure is one line ------------------------------------------------------------
+DEMO_NT = Path(__file__).resolve().parents[1] / "engine" / "data" / "demo_wikidata.nt"
+
+
+def _serve_fails(capsys, *argv: str) -> str:
+    code = main(list(argv))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith("kgfed: error: ") and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("kind", ["oxigraph", pytest.param("virtuoso", marks=pytest.mark.virtuoso)])
+def test_serve_on_a_busy_port_says_so(capsys, kind):
+    try:
+        find_oxigraph() if kind == "oxigraph" else find_virtuoso()
+    except ServerNotFound as exc:
+        unavailable(f"{exc} to run these tests")
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        err = _serve_fails(capsys, f"serve-{kind}", str(DEMO_NT), "--port", str(port))
+    assert f"port {port} (--port) is already in use" in err
+
+
+def test_serve_bad_paths_and_bad_data_are_one_line(capsys, tmp_path):
+    try:
+        find_oxigraph()
+    except ServerNotFound as exc:
+        unavailable(f"{exc} to run these tests")
+    assert "no data file at" in _serve_fails(capsys, "serve-oxigraph", str(tmp_path / "missing.nt"))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    err = _serve_fails(capsys, "serve-oxigraph", str(DEMO_NT), "--workdir", str(blocker / "db"))
+    assert "cannot use" in err and "--workdir" in err
+    bad = tmp_path / "bad.nt"
+    bad.write_text('<a> <b> "unterminated .\n')
+    err = _serve_fails(capsys, "serve-oxigraph", str(bad))
+    assert "oxigraph load failed (Error while loading file" in err and "backtrace" not in err.lower()
+    assert "/tmp/kgfed-oxigraph" not in err  # never a path to a temporary directory that is already gone
+    no_suffix = tmp_path / "triples"
+    no_suffix.write_text(DEMO_NT.read_text())
+    assert "no extension to guess a file format" in _serve_fails(capsys, "serve-oxigraph", str(no_suffix))
+
+
+def test_serve_rejects_a_bad_port_before_starting(capsys):
+    err = _serve_fails(capsys, "serve-oxigraph", str(DEMO_NT), "--port", "0")
+    assert "argument --port: must be between 1 and 65535" in err
+
+
+def test_serve_json_prints_one_line_with_the_endpoint():
+    try:
+        find_oxigraph()
+    except ServerNotFound as exc:
+        unavailable(f"{exc} to run these tests")
+    proc = subprocess.Popen([sys.executable, "-m", "kgfed.engine.cli", "serve-oxigraph", str(DEMO_NT), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        info = json.loads(proc.stdout.readline())
+        assert http_select(info["endpoint"], "ASK { ?s ?p ?o }").boolean is True
+    finally:
+        _ctrl_c(proc)
+    assert proc.returncode == 0
