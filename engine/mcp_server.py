@@ -350,8 +350,8 @@ class Engine:
                 from .cli_context import default_text_source
                 from .context import open_text_source
 
-                spec = self.args.text_source or default_text_source(
-                    next((s.partition("=")[2] or s for s in (self.args.endpoint or []) if s), None))
+                live = any(default_text_source(item.partition("=")[2] or item) == "wikipedia" for item in self.args.endpoint or [])
+                spec = self.args.text_source or ("wikipedia" if live else "demo")
                 client = None
                 if spec == "wikipedia":
                     client = self._http_client()

@@ -365,17 +365,23 @@ async def test_replay_from_a_cassette_and_offline_from_the_cache(tmp_path):
 
 # -- a whole method --------------------------------------------------------------------------------
 @pytest.mark.embeddings
-async def test_ask_answers_with_paths_and_cost():
+async def test_ask_sbert_alignment_and_sbert_passages_in_one_server():
+    """The calls that load the embedding model, kept to one server and a few small calls."""
     pytest.importorskip("sentence_transformers")
-    wd = store_of(DEMO / "demo_wikidata.nt")
-    async with stdio("--kg", "wikidata") as client:
+    stores = {"wikidata": (store_of(DEMO / "demo_wikidata.nt"), WD, WDT), "freebase": (store_of(DEMO / "demo_freebase.nt"), FB, FB)}
+    async with stdio() as client:
         answer = await call(client, "ask", question="Where was Douglas Adams born?", topics=["Q42"], width=2, depth=1)
+        links = (await call(client, "align", ids=["m.07tg4"], methods=["sbert"]))["alignments"]
+        passages = await call(client, "context", entities=["Q42"], question="Which college did Douglas Adams attend?", top_k=1)
     assert answer["method"] == "tog" and answer["answer"] and answer["paths"]
     assert answer["cost"]["sparql_queries"] > 0 and answer["cost"].get("llm_calls", 0) == 0 and answer["cost"]["seconds"] > 0
     for path in answer["paths"]:
         for edge in path:
-            if not edge["literal"]:
-                assert wd.query(f"ASK {{ <{WD}{edge['subject']}> <{WDT}{edge['relation']}> <{WD}{edge['object']}> }}"), edge
+            store, entity, relation = stores[edge["kg"]]
+            if not edge["literal"] and "|" not in edge["relation"]:
+                assert store.query(f"ASK {{ <{entity}{edge['subject']}> <{relation}{edge['relation']}> <{entity}{edge['object']}> }}"), edge
+    assert [(a["target"], a["method"]) for a in links] == [("Q35794", "sbert")] and links[0]["confidence"] >= 0.9
+    assert "St John's College" in passages["passages"][0]["text"]
 
 
 # -- start-up and a second client ------------------------------------------------------------------
