@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import hashlib
 import marshal
 import os
@@ -31,8 +32,8 @@ import threading
 import time
 import weakref
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import diskcache
 
@@ -47,6 +48,12 @@ _NEW_TERM = tuple.__new__
 
 
 # -- keys ------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=8192)
+def expect_of(query: str) -> Expect:
+    """`Expect.of_query`, memoised (templates repeat their texts)."""
+    return Expect.of_query(query)
+
+
 def cache_key(endpoint_name: str, query: str) -> str:
     """The cache key of a query on an endpoint: the exact text, nothing folded."""
     return hashlib.sha256(f"kgfed-v{FORMAT}\n{endpoint_name}\n{query}".encode("utf-8", "surrogatepass")).hexdigest()
@@ -73,8 +80,7 @@ def normalise_query(query: str) -> str:
 
 
 # -- entries ---------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """A stored answer: when (epoch seconds) and from which endpoint it came."""
 
     created: float
@@ -289,6 +295,7 @@ class CachedEndpoint:
         self.refresh = refresh
         self.validate_retries = validate_retries
         self._refreshed: set[str] = set()
+        self._keys: dict[str, str] = {}  # query text -> key (texts seen are valid: checked once)
         self._inflight: dict[str, _Flight] = {}
         self._closed = False
         self.stats: Counter[str] = Counter()
@@ -297,14 +304,35 @@ class CachedEndpoint:
     def name(self) -> str:
         return self.inner.name
 
+    def _key(self, query: str) -> str:
+        key = self._keys.get(query) if type(query) is str else None
+        if key is None:
+            key = cache_key(self.inner.name, check_query_text(query))
+            if len(self._keys) >= 65536:
+                self._keys.clear()
+            self._keys[query] = key
+        return key
+
+    def lookup(self, query: str) -> SelectResult | None:
+        """The cached answer to `query` without awaiting anything (counted as a query and a hit), or None
+        (nothing counted: `select` follows). The warm path of the batched KG calls."""
+        if self.cache is None or self.refresh or self._closed:
+            return None
+        hit = self.cache.get(self._key(query), max_age=self.max_age)
+        if hit is not None:
+            self.stats["queries"] += 1
+            self.stats["cache_hits"] += 1
+            charge("sparql_queries")
+            charge("cache_hits")
+        return hit
+
     async def select(self, query: str, expect: Expect | None = None) -> SelectResult:
         """The answer to `query` (checked against `expect`, by default the query's own form and variables)."""
         if self._closed:
             raise Closed(f"{self.name} is closed: open a new KG (requests after aclose() are refused)")
-        check_query_text(query)
+        key = self._key(query)
         self.stats["queries"] += 1
         charge("sparql_queries")
-        key = cache_key(self.inner.name, query)
         if self.cache is not None and (not self.refresh or key in self._refreshed):
             hit = self.cache.get(key, max_age=self.max_age)
             if hit is not None:
@@ -312,7 +340,7 @@ class CachedEndpoint:
                 charge("cache_hits")
                 return hit
         if expect is None:
-            expect = Expect.of_query(query)  # refuses CONSTRUCT/DESCRIBE before anything is sent
+            expect = expect_of(query)  # refuses CONSTRUCT/DESCRIBE before anything is sent
         if self.offline:
             raise OfflineMiss(
                 f"--offline: no cached answer from {self.name} for this query; run once without --offline to fill the cache"
@@ -366,7 +394,10 @@ class CachedEndpoint:
             charge("partial")
         elif self.cache is not None:
             name = self.inner.name  # re-read: an embedded store fingerprints its files when it loads them
-            self.cache.set(cache_key(name, query), result, source=name)
+            stored = cache_key(name, query)
+            if stored != key:  # the data changed under the name: forget keys made with the old one
+                self._keys.clear()
+            self.cache.set(stored, result, source=name)
             if self.refresh:
                 self._refreshed.add(key)
         return result

@@ -102,6 +102,8 @@ class KG:
         self._own_cache = own_cache  # made by KG.open: closed with the KG
         self._closed = False
         self._relation_labels: dict[str, str] = {}
+        self._queries: dict[tuple, str] = {}  # rendered templates by arguments
+        self._shorts: dict[str, str] = {}  # IRI -> short id
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -187,17 +189,38 @@ class KG:
         return await self.endpoint.select(query)
 
     async def _gather(self, queries: Iterable[str]) -> list[SelectResult]:
-        """All answers, or the first error with every sibling query cancelled."""
+        """All answers, or the first error with every sibling query cancelled.
+
+        Cache hits are taken without a task each; only the misses run, concurrently, in a TaskGroup."""
         self._check_open()
+        lookup = self.endpoint.lookup
         queries = list(queries)
-        if len(queries) <= 1:
-            return [await self.endpoint.select(q) for q in queries]
-        try:
-            async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(self.endpoint.select(q)) for q in queries]
-        except BaseExceptionGroup as failed:
-            raise _first_error(failed) from None
-        return [task.result() for task in tasks]
+        results: list[SelectResult | None] = [lookup(q) for q in queries]
+        missing = [i for i, r in enumerate(results) if r is None]
+        if len(missing) == 1:
+            results[missing[0]] = await self.endpoint.select(queries[missing[0]])
+        elif missing:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    tasks = [(i, group.create_task(self.endpoint.select(queries[i]))) for i in missing]
+            except BaseExceptionGroup as failed:
+                raise _first_error(failed) from None
+            for i, task in tasks:
+                results[i] = task.result()
+        return results  # type: ignore[return-value]
+
+    def _rendered(self, memo_key: tuple | None, render) -> str:
+        """A template's text, memoised on its (already valid) arguments: a repeated call skips validation
+        and rendering. `memo_key` is None when an argument is not a plain str (then always rendered)."""
+        if memo_key is None:
+            return render()
+        query = self._queries.get(memo_key)
+        if query is None:
+            query = render()
+            if len(self._queries) >= 65536:
+                self._queries.clear()
+            self._queries[memo_key] = query
+        return query
 
     @staticmethod
     def _flag(answer, results: Sequence[SelectResult]):
@@ -209,7 +232,13 @@ class KG:
 
     def _short(self, term: Term) -> str:
         if term.kind == "uri":
-            return self.dialect.short(term.value) or term.value
+            short = self._shorts.get(term.value)
+            if short is None:
+                short = self.dialect.short(term.value) or term.value
+                if len(self._shorts) >= 262144:
+                    self._shorts.clear()
+                self._shorts[term.value] = short
+            return short
         return term.value
 
     def _directions(self, direction: str) -> tuple[str, ...]:
@@ -220,7 +249,9 @@ class KG:
     # -- relations -------------------------------------------------------------------------------
     async def relations(self, entity: str, direction: str = "both") -> Answer:
         """Relations of one entity (outgoing first), filtered by the dialect's relation filter."""
-        self.dialect.check_entity(entity)
+        if type(entity) is not str or type(direction) is not str:
+            self.dialect.check_entity(entity)
+            self._directions(direction)
         return (await self.relations_many([entity], direction))[entity]
 
     async def relations_many(self, entities: Sequence[str], direction: str = "both") -> AnswerMap:
@@ -232,7 +263,8 @@ class KG:
         entities = list(dict.fromkeys(self.dialect.check_entity(e) for e in entities))
         directions = self._directions(direction)
         jobs = [(d, batch) for d in directions for batch in _chunks(entities, self.batch_size)]
-        results = await self._gather(self._relations_query(batch, d) for d, batch in jobs)
+        results = await self._gather(self._rendered(("relations", d, *batch), lambda d=d, batch=batch: self._relations_query(batch, d))
+                                     for d, batch in jobs)
         found: dict[str, dict[tuple[str, str], Relation]] = {e: {} for e in entities}
         for (d, _), result in zip(jobs, results):
             for row in result.rows:
@@ -268,8 +300,15 @@ class KG:
         """Far ends of `entity` over `relation` in one direction (a compound `r1|r2` crosses its CVT).
 
         `limit` is None (all) or a whole number ≥ 1; 0 and negatives are refused."""
-        key = (self.dialect.check_entity(entity), self.dialect.check_relation(relation), check_direction(direction))
-        return (await self.neighbors_many([key], limit=limit))[key]
+        plain = type(entity) is str and type(relation) is str and type(direction) is str and (limit is None or type(limit) is int)
+        memo = ("neighbors", entity, relation, direction, limit) if plain else None
+        query = self._rendered(memo, lambda: self.dialect.neighbors(
+            [(self.dialect.check_entity(entity), self.dialect.check_relation(relation))], check_direction(direction),
+            limit=terms.optional_limit(limit)))
+        (result,) = await self._gather([query])
+        bucket: dict[tuple, Edge] = {}
+        self._collect({(entity, relation, direction): bucket}, direction, result, limit)
+        return self._flag(Answer(bucket.values()), [result])
 
     async def neighbors_many(self, triples: Sequence[Triple], *, limit: int | None = None) -> AnswerMap:
         """Neighbours of many (entity, relation, direction) at once; `limit` caps each triple's edges."""
@@ -284,14 +323,18 @@ class KG:
         )
         out: dict[Triple, dict[tuple, Edge]] = {k: {} for k in keys}
         for (d, _), result in zip(jobs, results):
-            for row in result.rows:
-                if "e" not in row or "r" not in row or "x" not in row:
-                    continue  # unbound in a row: nothing to report (the head was checked)
-                edge = self._edge(row, d)
-                bucket = out.get((edge.origin, edge.relation, d))
-                if bucket is not None and (limit is None or len(bucket) < limit):
-                    bucket.setdefault((edge.subject, edge.object, edge.via), edge)
+            self._collect(out, d, result, limit)
         return self._flag(AnswerMap((k, Answer(v.values())) for k, v in out.items()), results)
+
+    def _collect(self, out: dict[Triple, dict[tuple, Edge]], direction: str, result: SelectResult, limit: int | None) -> None:
+        """Edges of `result` into the buckets of the triples asked about (each capped at `limit`)."""
+        for row in result.rows:
+            if "e" not in row or "r" not in row or "x" not in row:
+                continue  # unbound in a row: nothing to report (the head was checked)
+            edge = self._edge(row, direction)
+            bucket = out.get((edge.origin, edge.relation, direction))
+            if bucket is not None and (limit is None or len(bucket) < limit):
+                bucket.setdefault((edge.subject, edge.object, edge.via), edge)
 
     def _triple(self, triple) -> Triple:
         if isinstance(triple, (str, bytes)) or not isinstance(triple, Sequence) or len(triple) != 3:
