@@ -51,7 +51,6 @@ MAX_EXPAND_EDGES = 400  # expand: edges returned at most (the rest counted in a 
 MAX_DEPTH = 4           # paths
 MAX_PATHS = 50
 MAX_IDS = 100           # labels / align: ids per call
-METHODS = ("tog", "tog2", "pog", "hydra", "inses", "proh")
 # WDQS built-in services are evaluated by the endpoint itself, not fetched from another host.
 BUILTIN_SERVICE_PREFIX = "http://wikiba.se/ontology#"
 WDQS_PREFIXES = {"wikibase": BUILTIN_SERVICE_PREFIX, "bd": "http://www.bigdata.com/rdf#"}
@@ -249,7 +248,7 @@ class AskOut(BaseModel):
     paths: list[list[EdgeOut]]
     path_text: list[str]
     reasoning: str = ""
-    cost: dict[str, float]
+    cost: dict[str, Any] = Field(description="sparql_queries, cache_hits, requests_sent, llm_calls, input/output tokens, seconds")
 
 
 # -- the engine a server run shares ----------------------------------------------------------------
@@ -277,7 +276,7 @@ class Engine:
         self._text = None
         self._text_client = None
         self._llm = None
-        self._methods: dict[tuple, Any] = {}
+        self._embedder = None
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -322,9 +321,6 @@ class Engine:
             raise InvalidIdentifier(f"invalid entity id {_short(entity, 50)!r}: no KG of this server takes it ({forms})")
         return found
 
-    def stats(self) -> dict[str, dict[str, int]]:
-        return {name: dict(kg.stats) for name, kg in self.kgs.items()}
-
     def describe(self) -> list[dict[str, Any]]:
         return [{"name": name, "dialect": kg.dialect.name, "endpoint": kg.endpoint.name,
                  "ids": "m.0abc / g.11x entities, relations like people.person.nationality or r1|r2 through a CVT"
@@ -360,43 +356,36 @@ class Engine:
             return self._text
 
     def _http_client(self):
-        """The run's one HttpClient (shared by the KGs), else one of our own."""
+        """The run's one HttpClient (shared by the KGs; `open_kgs` makes it), else one from the same options."""
         shared = getattr(self.kgs, "client", None)
         if shared is not None:
             return shared
-        for kg in self.kgs.values():
-            client = getattr(kg.endpoint.inner, "client", None)
-            if client is not None:
-                return client
         if self._text_client is None:
-            from ..endpoints.client import DEFAULT_USER_AGENT, HttpClient
+            from .cli import open_client
 
-            self._text_client = HttpClient(user_agent=self.args.user_agent or DEFAULT_USER_AGENT, timeout=self.args.timeout)
+            self._text_client = open_client(self.args)
         return self._text_client
 
     async def method(self, name: str, width: int | None, depth: int | None):
-        key = (name, width, depth)
+        """A method object over the shared KGs, LLM (`--llm`), embedder and (tog2/hydra) text source."""
         async with self._lock:
-            if key not in self._methods:
+            if self._llm is None:
                 import importlib.util
 
                 from .llm import make_llm
-                from .methods import get_method
 
-                if self._llm is None:
-                    self._llm = make_llm(self.args.llm)
-                embedder = None
+                self._llm = make_llm(self.args.llm)
                 if importlib.util.find_spec("sentence_transformers") is not None:
                     from .embeddings import default_embedder
 
-                    embedder = default_embedder()
-                params = {k: v for k, v in (("width", width), ("depth", depth)) if v is not None}
-                cls = get_method(name)
-                self._methods[key] = (cls, params, embedder)
-            cls, params, embedder = self._methods[key]
+                    self._embedder = default_embedder()
+        from .methods import get_method
+
+        cls = get_method(name)
+        params = {k: v for k, v in (("width", width), ("depth", depth)) if v is not None}
         text = await self.text_source() if name in ("tog2", "hydra") else None
         try:
-            return cls(self.kgs, self._llm, embedder=embedder, text=text, **params)
+            return cls(self.kgs, self._llm, embedder=self._embedder, text=text, **params)
         except TypeError as exc:
             raise KgfedError(f"method {name!r} rejects its parameters ({exc}): check width/depth") from None
 
@@ -435,8 +424,8 @@ class Engine:
         found = await asyncio.gather(*(g.neighbors(entity, relation, direction, limit=limit) for g in fits.values()))
         edges = [EdgeOut(**e.to_json()) for es in found for e in es]
         truncated = any(len(es) >= limit for es in found)
-        lines = [f"{e.kg} {entity} {'-[' + relation + ']->' if direction == 'out' else '<-[' + relation + ']-'} "
-                 f"{e.entity if not e.literal else repr(e.entity)} {e.label or '' if not e.literal else ''}".rstrip()
+        arrow = f"-[{relation}]->" if direction == "out" else f"<-[{relation}]-"
+        lines = [f"{e.kg} {entity} {arrow} " + (repr(e.entity) if e.literal else f"{e.entity} {e.label or ''}".rstrip())
                  + (f" via {','.join(e.via)}" if e.via else "") for e in edges]
         more = f"\n(first {limit} per KG; raise limit for more)" if truncated else ""
         return ({"entity": entity, "relation": relation, "direction": direction, "edges": edges, "truncated": truncated},
@@ -573,7 +562,7 @@ class Engine:
             notes.append(f"partial answer from the endpoint: {result.note or 'incomplete'}")
         data = {"kg": kg, "vars": result.vars, "rows": [{k: t.to_json() for k, t in row.items()} for row in rows],
                 "row_count": len(rows), "truncated": truncated, "partial": result.partial, "note": "; ".join(notes) or None}
-        header = " | ".join(result.vars)
+        header = "\t".join(result.vars)
         body = ["\t".join(_short(row[v].value, 80) if v in row else "" for v in result.vars) for row in rows]
         text = "\n".join([header, *body] + ([f"({n})" for n in notes])) if result.vars else "(no variables)"
         return data, text
