@@ -39,6 +39,11 @@ class SplitGraphEndpoint:
         # the response cache keys on the name: it names every part, so other parts are another cache
         self.name = f"{name or 'split'}[{' + '.join(p.name for p in self.parts)}]"
 
+    @property
+    def client(self):
+        """The parts' shared HttpClient (what `KG.stats` reads the HTTP counts from)."""
+        return getattr(self.parts[0], "client", None)
+
     async def select(self, query: str) -> SelectResult:
         results = await asyncio.gather(*(part.select(query) for part in self.parts))
         merged = merge_results(results)

@@ -196,3 +196,20 @@ async def test_hypergraph_qualifiers_are_one_values_query_per_hop_with_the_per_p
     await http.aclose()
     spouse = next(st for st in batched[("Q42", "P26")] if st["value"] == "Q14623681")
     assert dict(spouse["attributes"]) == {("start time", "1991-11-25"): None, ("end time", "2001-05-11"): None}
+
+
+async def test_an_llm_free_method_answers_through_the_scholarly_graph_only_over_wikidata_full():
+    from kgfed.engine.llm import make_llm
+    from kgfed.engine.methods import get_method
+
+    question = "Who is the author of On the Use of Towels in Interstellar Travel?"
+    topics = {"wikidata": {PAPER: "On the Use of Towels in Interstellar Travel"}}
+    answers = {}
+    for spec in ("wikidata-full", "wikidata"):
+        kg = open_kg(Services(), spec, name="wikidata")
+        try:
+            method = get_method("tog")({"wikidata": kg}, make_llm("none"), pruning="bm25", depth=1)
+            answers[spec] = (await method.answer(question, topics)).answer_ids
+        finally:
+            await close(kg)
+    assert answers == {"wikidata-full": ["Q42"], "wikidata": []}
