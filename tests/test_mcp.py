@@ -250,6 +250,16 @@ async def test_http_transport_on_the_federation_fixture():
         assert int(count["rows"][0]["n"]["value"]) == len(fb)
         capped = await call(client, "sparql", kg="wikidata", query="SELECT ?s WHERE { ?s ?p ?o }", max_rows=7)
         assert capped["row_count"] == 7 and capped["truncated"] and "truncated" in capped["note"]
+        # a web page in the user's browser cannot drive the loopback server (DNS rebinding, cross-origin)
+        import aiohttp
+
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        headers = {"Accept": "application/json, text/event-stream"}
+        async with aiohttp.ClientSession() as http:
+            async with http.post(url, json=body, headers={**headers, "Host": "evil.example"}) as response:
+                assert response.status == 421
+            async with http.post(url, json=body, headers={**headers, "Origin": "http://evil.example"}) as response:
+                assert response.status == 403
 
 
 async def test_stdio_cwq_and_codex_single_kgs_compound_cvt_relations():
