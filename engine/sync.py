@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -51,6 +53,8 @@ import time
 import urllib.error
 import urllib.request
 import warnings
+import weakref
+from collections import Counter
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -72,7 +76,7 @@ from .kg import KG
 __all__ = [
     *_sw.__all__,
     "SPARQLWrapperException", "EndPointInternalError", "EndPointNotFound", "QueryBadFormed", "Unauthorized",
-    "URITooLong", "SyncKG", "flush_cache",
+    "URITooLong", "SyncKG", "flush_cache", "stats",
 ]
 
 T = TypeVar("T")
@@ -317,11 +321,66 @@ def _complete_headers(headers: list[tuple[str, str]]) -> bool:
     return names.get("x-sql-state", "").upper() != "S1TAT" and "x-sparql-maxrows" not in names
 
 
-# ---- one runtime per process: loop thread, HTTP client, caches; closed at exit ---------------------------
-class _Runtime:
+# ---- one runtime per process: HTTP clients, caches; closed at exit ------------------------------------------
+NO_LIMIT = 24 * 3600.0  # no client-side time limit unless setTimeout asks for one (as the genuine library)
+
+
+class _PoliteClient(HttpClient):
+    """kgfed's HttpClient whose 429 pauses hold the host for every drop-in client of the process."""
+
+    peers: "weakref.WeakSet[_PoliteClient]" = weakref.WeakSet()
+
     def __init__(self) -> None:
-        self.runner = _LoopThread()
-        self.client = HttpClient(timeout=24 * 3600.0)  # no client-side limit unless setTimeout asks for one
+        super().__init__(timeout=NO_LIMIT)
+        _PoliteClient.peers.add(self)
+
+    def pause(self, host: str, seconds: float) -> None:
+        for peer in list(_PoliteClient.peers):
+            HttpClient.pause(peer, host, seconds)
+
+
+class _ThreadClient:
+    """A private loop and client that the calling thread drives itself: no hand-off to another thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.client = _PoliteClient()
+        self.thread = threading.current_thread()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        task = self.loop.create_task(coro)
+        try:
+            return self.loop.run_until_complete(task)
+        except BaseException:
+            if not task.done():  # e.g. Ctrl-C: nothing keeps running behind the caller's back
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    self.loop.run_until_complete(task)
+            raise
+
+    def close(self) -> None:
+        if self.loop.is_running() or self.loop.is_closed():
+            return
+        try:
+            self.loop.run_until_complete(self.client.aclose())
+        finally:
+            self.loop.close()
+
+
+class _Runtime:
+    """The drop-in's process-wide state.
+
+    Each calling thread drives its own loop and client (a blocking call, like urllib's, with no
+    thread hand-off per query); a per-host semaphore shared by all threads keeps kgfed's per-host cap
+    process-wide, and a 429 pause holds the host for every thread. Called from inside a running event
+    loop, a query goes to one background loop thread instead. Caches are shared by directory.
+    """
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+        self.clients: list[_ThreadClient] = []
+        self.background: tuple[_LoopThread, _PoliteClient] | None = None
+        self.slots: dict[str, threading.BoundedSemaphore] = {}
         self.caches: dict[Path, _RawCache] = {}
         self.lock = threading.Lock()
 
@@ -331,22 +390,71 @@ class _Runtime:
                 self.caches[directory] = _RawCache(directory)
             return self.caches[directory]
 
-    def send(self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float | None):
-        async def go():
-            if not timeout:
-                return await self.client.request(method, url, data=body, headers=headers)
-            async with asyncio.timeout(timeout):
-                return await self.client.request(method, url, data=body, headers=headers)
+    def _own(self) -> _ThreadClient:
+        own = getattr(self.local, "client", None)
+        if own is None:
+            with self.lock:
+                dead = [c for c in self.clients if not c.thread.is_alive()]
+                self.clients = [c for c in self.clients if c.thread.is_alive()]
+            for client in dead:  # threads that ended (a finished pool): release their connections
+                client.close()
+            own = self.local.client = _ThreadClient()
+            with self.lock:
+                self.clients.append(own)
+        return own
 
-        return self.runner.run(go())
+    def _background(self) -> tuple[_LoopThread, _PoliteClient]:
+        with self.lock:
+            if self.background is None:
+                self.background = (_LoopThread(), _PoliteClient())
+            return self.background
+
+    def _slot(self, host: str, client: HttpClient) -> threading.BoundedSemaphore:
+        with self.lock:
+            if host not in self.slots:
+                self.slots[host] = threading.BoundedSemaphore(client.limit_for(host))
+            return self.slots[host]
+
+    def send(self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float | None):
+        async def go(client: HttpClient):
+            await asyncio.sleep(0)  # let the loop see connections the server closed while we were away
+            await asyncio.sleep(0)
+            if not timeout:
+                return await client.request(method, url, data=body, headers=headers)
+            async with asyncio.timeout(timeout):
+                return await client.request(method, url, data=body, headers=headers)
+
+        in_loop = _running_loop() is not None
+        runner, client = self._background() if in_loop else (self._own(), None)
+        client = client or runner.client
+        with self._slot(urlsplit(url).netloc, client):
+            return runner.run(go(client))
+
+    def stats(self) -> Counter:
+        with self.lock:
+            clients = [c.client for c in self.clients] + ([self.background[1]] if self.background else [])
+        return sum((Counter(c.stats) for c in clients), Counter())
 
     def close(self) -> None:
         try:
-            self.runner.run(self.client.aclose())
+            for client in self.clients:
+                client.close()
+            if self.background is not None:
+                runner, client = self.background
+                try:
+                    runner.run(client.aclose())
+                finally:
+                    runner.close()
         finally:
-            self.runner.close()
             for cache in self.caches.values():
                 cache.close()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 _RUNTIME: _Runtime | None = None
@@ -379,6 +487,11 @@ def _forget_runtime() -> None:  # a forked child has no loop thread: it starts i
 os.register_at_fork(after_in_child=_forget_runtime)
 
 
+def stats() -> Counter:
+    """Requests, retries, timeouts… sent by the drop-in in this process (kgfed's HttpClient counters)."""
+    return _runtime().stats()
+
+
 def flush_cache() -> None:
     """Wait until every answer queued for the drop-in's caches is on disk (tests, benchmarks)."""
     if _RUNTIME is not None:
@@ -393,10 +506,15 @@ def _cache_enabled(cache: bool | None) -> bool:
 
 
 def _cache_directory(cache_dir: str | os.PathLike | None) -> Path:
+    """`cache_dir`, else `$KGFED_CACHE_DIR/sparqlwrapper`, else `~/.cache/kgfed/sparqlwrapper` (absolute)."""
     if cache_dir is not None:
-        return Path(cache_dir).expanduser().resolve()
-    root = os.environ.get("KGFED_CACHE_DIR") or Path.home() / ".cache" / "kgfed"
-    return (Path(root).expanduser() / "sparqlwrapper").resolve()
+        return _absolute(os.fspath(cache_dir))
+    return _absolute(os.path.join(os.environ.get("KGFED_CACHE_DIR") or "~/.cache/kgfed", "sparqlwrapper"))
+
+
+@functools.lru_cache(maxsize=64)
+def _absolute(path: str) -> Path:  # ToG makes a wrapper per query: resolve each directory once
+    return Path(path).expanduser().resolve()
 
 
 # ---- file: endpoints, answered by an embedded pyoxigraph store ------------------------------------------

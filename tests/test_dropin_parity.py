@@ -14,6 +14,7 @@ scripts statuses, delays and Virtuoso's partial-answer headers.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -128,7 +129,7 @@ def tog_pog_queries(url: str, standard: bool) -> list[str]:
 
 
 def requests_sent() -> int:
-    return sync._runtime().client.stats["requests"]
+    return sync.stats()["requests"]
 
 
 def differential(url: str, queries: list[str], cache_dir: Path) -> int:
@@ -439,3 +440,21 @@ def test_get_sparql_dataframe_refuses_what_the_genuine_one_refuses(echo):
 
     with pytest.raises(QueryException, match="SELECT queries only"):
         sync.get_sparql_dataframe(f"{echo}/echo", "ASK { ?s ?p ?o }")
+
+
+def test_threads_and_running_event_loops_get_the_genuine_answers(echo, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    url = f"{echo}/echo"
+    queries = [f"SELECT ?seen WHERE {{ ?s ?p ?seen }} LIMIT {n}" for n in range(1, 25)]
+    want = [ask(genuine, url, q) for q in queries]
+    with ThreadPoolExecutor(8) as pool:  # PoG's way: a thread pool, each thread blocking on its query
+        got = list(pool.map(lambda q: ask(sync, url, q, cache=False), queries))
+    assert got == want
+
+    async def inside_a_loop():  # a notebook or an async app calling blocking code
+        return [ask(sync, url, q, cache=False) for q in queries[:3]]
+
+    assert asyncio.run(inside_a_loop()) == want[:3]
+    ask(sync, url, queries[0], cache=False)  # a later call releases the clients of the pool's ended threads
+    assert all(c.thread.is_alive() for c in sync._runtime().clients)
