@@ -86,6 +86,8 @@ class HitOut(BaseModel):
 class SearchOut(BaseModel):
     text: str
     hits: list[HitOut]
+    partial: bool = Field(False, description="a server said its answer is incomplete (only with --partial allow)")
+    partial_note: str | None = None
     cost: Cost
 
 
@@ -100,6 +102,8 @@ class RelationOut(BaseModel):
 class RelationsOut(BaseModel):
     entity: str
     relations: list[RelationOut]
+    partial: bool = Field(False, description="a server said its answer is incomplete (only with --partial allow)")
+    partial_note: str | None = None
     cost: Cost
 
 
@@ -124,6 +128,8 @@ class NeighborsOut(BaseModel):
     direction: str
     edges: list[EdgeOut]
     truncated: bool = Field(description="true when `limit` edges came back in some KG (there may be more)")
+    partial: bool = Field(False, description="a server said its answer is incomplete (only with --partial allow)")
+    partial_note: str | None = None
     cost: Cost
 
 
@@ -137,6 +143,8 @@ class LabelOut(BaseModel):
 
 class LabelsOut(BaseModel):
     labels: list[LabelOut]
+    partial: bool = Field(False, description="a server said its answer is incomplete (only with --partial allow)")
+    partial_note: str | None = None
     cost: Cost
 
 
@@ -257,6 +265,13 @@ def _cost(counter: Mapping[str, float], seconds: float | None = None) -> Cost:
     if seconds is not None:
         data["seconds"] = round(seconds, 4)
     return Cost(**data)
+
+
+def _partial(answers: Sequence[Any]) -> dict[str, Any]:
+    """`partial`/`partial_note` of the engine's answers (`Answer`/`AnswerMap` carry them; anything else is complete)."""
+    cut = [a for a in answers if getattr(a, "partial", False)]
+    notes = dict.fromkeys(n for a in cut for n in (getattr(a, "notes", ()) or ("incomplete",)))
+    return {"partial": bool(cut), "partial_note": "; ".join(notes) or None}
 
 
 def _short(text: str | None, width: int = 60) -> str:
@@ -398,14 +413,14 @@ class Engine:
         found = await asyncio.gather(*(g.search(text, limit) for g in chosen.values()))
         hits = [HitOut(kg=name, **h.to_json()) for name, hs in zip(chosen, found) for h in hs]
         lines = [f"{h.kg}:{h.id} {h.label or ''}" + (f" — {_short(h.description)}" if h.description else "") for h in hits]
-        return {"text": text, "hits": hits}, "\n".join(lines) or f"no entity labelled {text!r} in {', '.join(chosen)}"
+        return {"text": text, "hits": hits, **_partial(found)}, "\n".join(lines) or f"no entity labelled {text!r} in {', '.join(chosen)}"
 
     async def relations(self, entity: str, direction: str, kg: str | None) -> tuple[dict, str]:
         chosen = self.owners(entity, kg)
         found = await asyncio.gather(*(g.relations(entity, direction) for g in chosen.values()))
         rels = [RelationOut(**r.to_json()) for rs in found for r in rs]
         lines = [f"{r.kg} {'->' if r.direction == 'out' else '<-'} {r.relation}" + (f" ({r.label})" if r.label else "") for r in rels]
-        return {"entity": entity, "relations": rels}, f"{len(rels)} relations of {entity}:\n" + "\n".join(lines)
+        return {"entity": entity, "relations": rels, **_partial(found)}, f"{len(rels)} relations of {entity}:\n" + "\n".join(lines)
 
     async def neighbors(self, entity: str, relation: str, direction: str, limit: int, kg: str | None) -> tuple[dict, str]:
         chosen = self.owners(entity, kg)
@@ -428,7 +443,8 @@ class Engine:
         lines = [f"{e.kg} {entity} {arrow} " + (repr(e.entity) if e.literal else f"{e.entity} {e.label or ''}".rstrip())
                  + (f" via {','.join(e.via)}" if e.via else "") for e in edges]
         more = f"\n(first {limit} per KG; raise limit for more)" if truncated else ""
-        return ({"entity": entity, "relation": relation, "direction": direction, "edges": edges, "truncated": truncated},
+        return ({"entity": entity, "relation": relation, "direction": direction, "edges": edges, "truncated": truncated,
+                 **_partial(found)},
                 "\n".join(lines) + more if lines else f"no {direction} neighbours of {entity} over {relation}")
 
     async def labels(self, ids: Sequence[str], kg: str | None) -> tuple[dict, str]:
@@ -445,7 +461,7 @@ class Engine:
         labels = [LabelOut(kg=n, **lab.to_json()) for n, got in zip(names, found) for lab in got.values()]
         lines = [f"{lab.kg}:{lab.id} {lab.label or '(no label)'}" + (f" — {_short(lab.description)}" if lab.description else "")
                  + (f" (aka {', '.join(lab.aliases[:5])})" if lab.aliases else "") for lab in labels]
-        return {"labels": labels}, "\n".join(lines)
+        return {"labels": labels, **_partial(found)}, "\n".join(lines)
 
     async def align(self, ids: Sequence[str], kg: str | None, methods: Sequence[str] | None) -> tuple[dict, str]:
         if not ids:
@@ -745,6 +761,8 @@ async def _guard(name: str, call: Callable[[], Awaitable[tuple[dict, str]]]) -> 
         log.debug("tool %s failed", name, exc_info=True)
         raise ToolError(f"unexpected {kind}: {_short(_one_line(exc), 200)}") from None
     data = dict(data)
+    if data.get("partial_note"):
+        text += f"\n(partial answer, rows may be missing: {data['partial_note']})"
     if name == "ask":
         data["cost"] = {k: v for k, v in data["cost"].items()}
     else:

@@ -113,7 +113,7 @@ async def refused(client: Client, tool: str, **arguments) -> str:
     return text
 
 
-def oxigraph_step(store, *, delay: float = 0.0, updates: list[str] | None = None):
+def oxigraph_step(store, *, delay: float = 0.0, updates: list[str] | None = None, headers: dict | None = None):
     """A permissive SPARQL endpoint: runs queries, and ALSO runs updates sent to it (as Virtuoso with update
     rights does), recording them; so any update that got through kgfed would change `store`."""
     from aiohttp import web
@@ -135,7 +135,8 @@ def oxigraph_step(store, *, delay: float = 0.0, updates: list[str] | None = None
             if updates is not None:
                 updates.append(text)
             return web.Response(body=b'{"head":{},"boolean":true}', content_type="application/sparql-results+json")
-        return web.Response(body=result.serialize(format=ox.QueryResultsFormat.JSON), content_type="application/sparql-results+json")
+        return web.Response(body=result.serialize(format=ox.QueryResultsFormat.JSON), content_type="application/sparql-results+json",
+                            headers=headers)
     return step
 
 
@@ -328,6 +329,24 @@ async def test_sparql_is_read_only_and_hostile_ids_never_reach_the_endpoint():
         assert select["truncated"] and select["row_count"] == 5
         assert endpoint.seen[-1].query.rstrip().endswith("LIMIT 6")  # the row cap reached the endpoint
     assert len(store) == before and updates == []
+
+
+# -- partial answers follow the --partial policy ---------------------------------------------------
+async def test_partial_answers_are_errors_by_default_and_flagged_when_allowed():
+    store = store_of(DEMO / "demo_wikidata.nt")
+    timeout = {"X-SQL-State": "S1TAT", "X-SQL-Message": "RC...: Returning incomplete results, query interrupted by result timeout"}
+    async with sparql_endpoint(store, headers=timeout) as endpoint:
+        spec = f"wikidata={endpoint.url}"
+        async with stdio("--kg", "wikidata", "--endpoint", spec, "--no-cache") as client:
+            assert "partial" in (await refused(client, "relations", entity="Q42")).lower()
+        async with stdio("--kg", "wikidata", "--endpoint", spec, "--no-cache", "--partial", "allow") as client:
+            result = await client.call_tool("relations", {"entity": "Q42", "direction": "out"})
+            rels = result.structured_content
+            assert rels["partial"] and "incomplete results" in rels["partial_note"] and rels["relations"]
+            assert "partial answer, rows may be missing" in result.content[0].text
+            rows = await call(client, "sparql", query=f"SELECT ?o WHERE {{ <{WD}Q42> <{WDT}P69> ?o }}")
+            assert rows["partial"] and "incomplete results" in rows["note"]
+            assert {r["o"]["value"] for r in rows["rows"]} == column(store, f"SELECT ?x WHERE {{ <{WD}Q42> <{WDT}P69> ?x }}")
 
 
 # -- one engine per run: cache and host caps shared across calls and sessions ----------------------
