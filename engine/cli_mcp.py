@@ -29,6 +29,9 @@ def register(command, add_source_options, add_cache_options) -> None:
     add_kg_options(p)
     add_alignment_options(p)
     add_cache_options(p)
+    for action in p._actions:  # tool results are JSON already: --json means nothing here
+        if "--json" in action.option_strings:
+            action.help = argparse.SUPPRESS
 
 
 async def cmd_mcp(args: argparse.Namespace) -> int:
