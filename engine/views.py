@@ -4,6 +4,13 @@ The picture is one self-contained HTML file (no script, no external resource): a
 out by Graphviz `dot -Tsvg` when it is installed, else by a small built-in circular layout. Edges
 are coloured by source KG, aligned nodes (ids in several KGs) are gold with a double border, topic
 entities bold; every node shows its label and its ids.
+
+So that a few hundred edges stay readable, the picture draws `display_graph(merged)`, not the raw
+graph: a nameless Freebase CVT node (`m.cvt_…`, or an unnamed mid between two edges) becomes the
+compound edge `r1 | r2` it stands for (tooltip: the CVT id); parallel edges between the same two
+entities become one edge listing every relation (one colour per KG); and more than `BUNDLE_AT`
+leaf entities reached from one entity over the same relation become one box naming the first few
+and counting the rest. The data exports (JSON, networkx, RDF, `to_dot`) keep every edge.
 """
 from __future__ import annotations
 
@@ -16,11 +23,13 @@ from typing import Any
 from ..sparql.dialects import COMPOUND_SEP, OWL_SAMEAS, get_dialect
 from ..sparql.errors import KgfedError
 from ..sparql.results import Term
-from .subgraph import MergedGraph, Node
+from .subgraph import Link, MergedGraph, Node
 
 PALETTE = ("#1f6fb4", "#d9480f", "#2b8a3e", "#862e9c", "#c2255c", "#495057")
 ALIGNED_FILL = "#ffe8a3"
 GRAPH_NS = "urn:kgfed:graph:"
+BUNDLE_AT = 8      # more leaf neighbours than this over one relation are drawn as one box
+BUNDLE_NAMES = 6   # names listed in such a box
 
 
 def kg_colours(merged: MergedGraph) -> dict[str, str]:
@@ -101,32 +110,54 @@ def node_ids_text(node: Node) -> str:
     return "  ".join(f"{kg}:{entity}" for kg, entity in node.ids.items())
 
 
+def _edge_colour(colours: dict[str, str], kg: str) -> str:
+    """The colour of an edge of one KG, or Graphviz's parallel colours "c1:c2" for an edge several KGs state."""
+    return ":".join(colours[k] for k in kg.split("+") if k in colours) or PALETTE[-1]
+
+
+def css_class(text: str) -> str:
+    """A CSS class name for a KG or a relation label (letters, digits and - only)."""
+    return "".join(ch if ch.isalnum() else "-" for ch in text.lower())[:60]
+
+
 def to_dot(merged: MergedGraph, title: str = "") -> str:
-    """Graphviz DOT: edges coloured by KG, aligned nodes gold with a double border, topics bold."""
+    """Graphviz DOT: edges coloured by KG, aligned nodes gold with a double border, topics bold,
+    nameless CVT nodes as small dots; SVG classes `kg-NAME`/`rel-LABEL` let the page filter edges."""
     colours = kg_colours(merged)
     lines = [
         "digraph kgfed {",
         f"  graph [rankdir=LR, fontname=\"Helvetica\", fontsize=16, labelloc=t, label={_dot_string(title)}, "
-        "nodesep=0.25, ranksep=1.1, bgcolor=\"white\"];",
+        "nodesep=0.18, ranksep=1.6, bgcolor=\"white\"];",
         '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=12, fillcolor="#f8f9fa", color="#868e96"];',
         '  edge [fontname="Helvetica", fontsize=10, arrowsize=0.7];',
     ]
     for i, node in enumerate(merged.nodes):
+        if is_cvt(merged, i):  # a CVT whose other end is outside the graph: a dot, its id in the tooltip
+            lines.append(f"  n{i} [shape=point, width=0.14, color=\"#495057\", label=\"\", "
+                         f"tooltip={_dot_string('CVT ' + node_ids_text(node))}, class=\"cvt\"];")
+            continue
         text = f"{node.label}\n{node_ids_text(node)}" if node.label else node_ids_text(node)
         attrs = {"label": _dot_string(text), "tooltip": _dot_string(node_ids_text(node))}
         if node.aligned:
             attrs.update(fillcolor=f'"{ALIGNED_FILL}"', peripheries="2", color='"#b08900"')
         else:
             kg = next(iter(node.ids))
-            attrs.update(color=f'"{colours[kg]}"')
+            attrs.update(color=f'"{colours.get(kg, PALETTE[-1])}"')
         if node.topic:
             attrs.update(penwidth="2.5", fontname='"Helvetica-Bold"')
         lines.append(f"  n{i} [{', '.join(f'{k}={v}' for k, v in attrs.items())}];")
+    hops: dict[int, list[int]] = {}
+    for i, node in enumerate(merged.nodes):
+        hops.setdefault(node.hop, []).append(i)
+    if len(hops) > 1:  # topic entities, then each hop, left to right
+        lines += [f"  {{rank=same; {'; '.join(f'n{i}' for i in members)};}}" for _, members in sorted(hops.items())]
     for edge in merged.edges:
-        colour = colours[edge.kg]
-        tip = _dot_string(f"{edge.kg}: {edge.relation}")
+        colour = _edge_colour(colours, edge.kg)
+        tip = _dot_string(f"{edge.kg}: {edge.relation}" + (f" (via {', '.join(edge.via)})" if edge.via else ""))
+        classes = " ".join([*(f"kg-{css_class(k)}" for k in edge.kg.split("+")),
+                            *(f"rel-{css_class(part)}" for part in edge.label.split("\n"))])
         lines.append(f"  n{edge.subject} -> n{edge.object} [label={_dot_string(edge.label)}, color=\"{colour}\", "
-                     f"fontcolor=\"{colour}\", tooltip={tip}];")
+                     f"fontcolor=\"{colour.split(':')[0]}\", tooltip={tip}, class=\"{classes}\"];")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -169,7 +200,7 @@ def simple_svg(merged: MergedGraph, width: int = 1300, height: int = 900) -> str
         length = math.hypot(x2 - x1, y2 - y1) or 1.0
         bend = 22 * ((k + 1) // 2) * (1 if k % 2 else -1)
         mx, my = (x1 + x2) / 2 - bend * (y2 - y1) / length, (y1 + y2) / 2 + bend * (x2 - x1) / length
-        colour = colours[edge.kg]
+        colour = _edge_colour(colours, edge.kg).split(":")[0]
         out.append(f'<g class="edge"><title>{html.escape(edge.kg)}: {html.escape(edge.relation)}</title>'
                    f'<path d="M {x1:.1f} {y1:.1f} Q {mx:.1f} {my:.1f} {x2:.1f} {y2:.1f}" fill="none" stroke="{colour}" '
                    f'stroke-width="1.4" marker-end="url(#arrow)"/>'
@@ -177,7 +208,7 @@ def simple_svg(merged: MergedGraph, width: int = 1300, height: int = 900) -> str
     for i, node in enumerate(merged.nodes):
         x, y = place[i]
         fill = ALIGNED_FILL if node.aligned else "#f8f9fa"
-        stroke = "#b08900" if node.aligned else colours[next(iter(node.ids))]
+        stroke = "#b08900" if node.aligned else colours.get(next(iter(node.ids)), PALETTE[-1])
         weight = "bold" if node.topic else "normal"
         out.append(f'<g class="node"><title>{html.escape(node_ids_text(node))}</title>'
                    f'<rect x="{x - 80:.1f}" y="{y - 17:.1f}" width="160" height="34" rx="6" fill="{fill}" stroke="{stroke}" '
@@ -188,6 +219,135 @@ def simple_svg(merged: MergedGraph, width: int = 1300, height: int = 900) -> str
     return "\n".join(out)
 
 
+# -- what the picture draws ------------------------------------------------------------------------
+def is_cvt(merged: MergedGraph, index: int) -> bool:
+    """A Freebase CVT drawn as an edge: Freebase-only, not a topic, and `m.cvt_…` or without a name."""
+    node = merged.nodes[index]
+    if node.topic or len(node.ids) != 1:
+        return False
+    kg, ident = next(iter(node.ids.items()))
+    return merged.kgs.get(kg) == "freebase" and (ident.startswith("m.cvt_") or not node.label)
+
+
+def _collapse_cvts(merged: MergedGraph) -> tuple[list[Link], set[int]]:
+    """Edges with every CVT node replaced by compound edges through it, and the CVT nodes dropped.
+
+    Each CVT's edge towards the topic side (lowest hop of its other end) is paired with each of its
+    other edges: `a -r1-> cvt -r2-> b` is drawn `a -r1 | r2-> b`; an edge pointing the other way
+    gets a `^` (reverse) mark. A CVT with a single edge stays a node.
+    """
+    touching: dict[int, list[Link]] = {}
+    for edge in merged.edges:
+        for end in {edge.subject, edge.object}:
+            touching.setdefault(end, []).append(edge)
+    cvts = {i for i in range(len(merged.nodes)) if is_cvt(merged, i) and len(touching.get(i, [])) >= 2}
+    edges = [e for e in merged.edges if e.subject not in cvts and e.object not in cvts]
+    for cvt in sorted(cvts):
+        around = touching[cvt]
+        if any(e.subject in cvts - {cvt} or e.object in cvts - {cvt} for e in around):
+            cvts.discard(cvt)  # CVT next to CVT: too rare to draw cleverly, keep the nodes
+            edges.extend(e for e in around if e not in edges)
+            continue
+        other = lambda e: e.object if e.subject == cvt else e.subject  # noqa: E731
+        anchor = min(around, key=lambda e: (merged.nodes[other(e)].hop, not merged.nodes[other(e)].topic))
+        first = anchor.label if anchor.object == cvt else f"^{anchor.label}"
+        for edge in around:
+            if edge is anchor:
+                continue
+            second = edge.label if edge.subject == cvt else f"^{edge.label}"
+            edges.append(Link(edge.kg, other(anchor), f"{anchor.relation}|{edge.relation}", other(edge),
+                              f"{first} | {second}", (merged.nodes[cvt].ids[edge.kg],), max(anchor.hop, edge.hop)))
+    return edges, cvts
+
+
+def display_graph(merged: MergedGraph) -> MergedGraph:
+    """The graph the picture draws: CVTs as compound edges, parallel edges as one, big fans bundled."""
+    edges, dropped = _collapse_cvts(merged)
+    # parallel edges (same two entities, same direction) become one, listing every relation
+    grouped: dict[tuple[int, int], list[Link]] = {}
+    for edge in edges:
+        grouped.setdefault((edge.subject, edge.object), []).append(edge)
+    degree: dict[int, int] = {}
+    for a, b in grouped:
+        degree[a] = degree.get(a, 0) + 1
+        degree[b] = degree.get(b, 0) + 1
+    # leaves fanning out of one entity over one relation: bundled above BUNDLE_AT
+    fans: dict[tuple[int, str, bool], list[int]] = {}
+    for (a, b), group in grouped.items():
+        for hub, leaf, outward in ((a, b, True), (b, a, False)):
+            node = merged.nodes[leaf]
+            if degree[leaf] == 1 and degree[hub] > 1 and not node.topic and not node.aligned:
+                fans.setdefault((hub, " / ".join(sorted({e.label for e in group})), outward), []).append(leaf)
+    bundled = {leaf: key for key, leaves in fans.items() if len(leaves) > BUNDLE_AT for leaf in leaves}
+    shown = MergedGraph(dict(merged.kgs), relation_labels=merged.relation_labels)
+    where: dict[int, int] = {}
+    for i, node in enumerate(merged.nodes):
+        if i not in dropped and i not in bundled:
+            where[i] = len(shown.nodes)
+            shown.nodes.append(node)
+    bundle_at: dict[tuple[int, str, bool], int] = {}
+    for key, leaves in fans.items():
+        if len(leaves) > BUNDLE_AT:
+            names = sorted(node_title(merged.nodes[i]) for i in leaves)
+            more = len(names) - BUNDLE_NAMES
+            label = f"{len(names)} entities: " + ", ".join(names[:BUNDLE_NAMES]) + (f" … and {more} more" if more > 0 else "")
+            kgs = {kg for i in leaves for kg in merged.nodes[i].ids}
+            bundle_at[key] = len(shown.nodes)
+            shown.nodes.append(Node({kg: f"{len(leaves)} ids" for kg in sorted(kgs)}, label,
+                                    hop=min(merged.nodes[i].hop for i in leaves)))
+    for (a, b), group in grouped.items():
+        if a in bundled or b in bundled:
+            leaf = a if a in bundled else b
+            key = bundled[leaf]
+            if leaf != fans[key][0]:
+                continue  # one edge per bundle
+            a, b = (where[key[0]], bundle_at[key]) if key[2] else (bundle_at[key], where[key[0]])
+        else:
+            a, b = where[a], where[b]
+        kgs = list(dict.fromkeys(e.kg for e in group))  # one arrow; `kg` "a+b" when several KGs state it
+        shown.edges.append(Link("+".join(kgs), a, " ; ".join(dict.fromkeys(f"{e.kg}:{e.relation}" for e in group)), b,
+                                "\n".join(dict.fromkeys(e.label for e in group)), tuple(v for e in group for v in e.via),
+                                min(e.hop for e in group)))
+    return shown
+
+
+def _drawn_as(merged: MergedGraph, shown: MergedGraph) -> str:
+    """What the picture simplified, for the summary line ("" when it draws the graph as it is)."""
+    cvts = sum(1 for i in range(len(merged.nodes)) if is_cvt(merged, i)) - sum(1 for i in range(len(shown.nodes)) if is_cvt(shown, i))
+    bundles = sum(1 for n in shown.nodes if " entities: " in (n.label or "") and all(v.endswith(" ids") for v in n.ids.values()))
+    if len(shown.edges) == len(merged.edges) and not cvts:
+        return ""
+    parts = [f"drawn as {len(shown.nodes)} boxes and {len(shown.edges)} arrows"]
+    parts += [f"{cvts} CVT nodes as compound edges r1 | r2"] if cvts else []
+    parts += [f"{bundles} fans of over {BUNDLE_AT} leaves as one box each"] if bundles else []
+    return "; " + ", ".join(parts)
+
+
+TOGGLED_RELATIONS = 12  # the most frequent relations get a hide switch
+
+
+def _toggles(merged: MergedGraph, shown: MergedGraph) -> tuple[str, str]:
+    """Script-free filters: a checkbox per KG and per frequent relation hides those arrows (CSS only).
+
+    The inputs are siblings placed before `.graph`, so `#id:checked ~ .graph .class` reaches the SVG.
+    """
+    counts: dict[str, int] = {}
+    for edge in shown.edges:
+        for part in edge.label.split("\n"):
+            counts[part] = counts.get(part, 0) + 1
+    relations = sorted(counts, key=lambda r: (-counts[r], r))[:TOGGLED_RELATIONS]
+    if len(shown.edges) < 30 or not relations:  # small pictures need no filters
+        return "", ""
+    switches = [(f"kg-{css_class(kg)}", f"{kg} edges") for kg in merged.kgs]
+    switches += [(f"rel-{css_class(r)}", f"{r} ({counts[r]})") for r in relations]
+    inputs = "".join(f'<input type="checkbox" id="hide-{c}" hidden>' for c, _ in switches)
+    labels = "".join(f'<label for="hide-{c}"><span class="box"></span>{html.escape(text)}</label>' for c, text in switches)
+    css = "\n".join(f"#hide-{c}:checked ~ .graph .{c} {{ display: none; }}\n"
+                    f"#hide-{c}:checked ~ .filters label[for=hide-{c}] {{ text-decoration: line-through; color: #adb5bd; }}"
+                    for c, _ in switches)
+    return inputs + f'<div class="filters">hide (click): {labels}</div>', css
+
+
 def to_html(merged: MergedGraph, title: str = "kgfed merged subgraph", *, layout: str = "auto") -> str:
     """A self-contained HTML page: legend, counts, the graph as inline SVG, and a table of aligned nodes.
 
@@ -196,7 +356,8 @@ def to_html(merged: MergedGraph, title: str = "kgfed merged subgraph", *, layout
     if layout not in {"auto", "dot", "simple"}:
         raise KgfedError(f"unknown layout {layout!r}: use auto, dot or simple")
     use_dot = layout == "dot" or (layout == "auto" and shutil.which("dot") is not None)
-    svg = render_svg(to_dot(merged)) if use_dot else simple_svg(merged)
+    shown = display_graph(merged)
+    svg = render_svg(to_dot(shown)) if use_dot else simple_svg(shown)
     colours = kg_colours(merged)
     per_kg = {kg: sum(1 for e in merged.edges if e.kg == kg) for kg in merged.kgs}
     aligned = [n for n in merged.nodes if n.aligned]
@@ -212,6 +373,13 @@ def to_html(merged: MergedGraph, title: str = "kgfed merged subgraph", *, layout
         for n in aligned
     )
     header = "".join(f"<th>{html.escape(kg)}</th>" for kg in merged.kgs)
+    toggles, toggle_css = _toggles(merged, shown)
+    edge_rows = "".join(
+        f"<tr><td>{html.escape(node_title(merged.nodes[e.subject]))}</td><td style=\"color:{colours[e.kg]}\">{html.escape(e.label)}</td>"
+        f"<td>{html.escape(node_title(merged.nodes[e.object]))}</td><td>{html.escape(e.kg)}: {html.escape(e.relation)}"
+        f"{html.escape(' via ' + ', '.join(e.via)) if e.via else ''}</td></tr>"
+        for e in sorted(merged.edges, key=lambda e: (merged.nodes[e.subject].hop, node_title(merged.nodes[e.subject]), e.label))
+    )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
@@ -226,13 +394,19 @@ h1 {{ font-size: 20px; margin: 0 0 6px; }}
 .graph svg {{ max-width: 100%; height: auto; }}
 table {{ border-collapse: collapse; margin-top: 12px; font-size: 13px; }}
 td, th {{ border: 1px solid #dee2e6; padding: 3px 8px; text-align: left; }}
+.filters {{ margin: 0 0 8px; font-size: 13px; color: #495057; }}
+.filters label {{ margin-right: 12px; white-space: nowrap; cursor: pointer; }}
+{toggle_css}
 </style></head>
 <body>
 <h1>{html.escape(title)}</h1>
-<p class="summary">{len(merged.nodes)} entities ({len(aligned)} aligned across KGs), {len(merged.edges)} edges from {len(merged.kgs)} KGs</p>
+<p class="summary">{len(merged.nodes)} entities ({len(aligned)} aligned across KGs), {len(merged.edges)} edges from {len(merged.kgs)} KGs{_drawn_as(merged, shown)}</p>
 <div class="legend">{legend}</div>
+{toggles}
 <div class="graph">{svg}</div>
 <details><summary>Aligned entities</summary>
 <table><tr><th>entity</th>{header}<th>method</th><th>confidence</th></tr>{rows}</table></details>
+<details><summary>All {len(merged.edges)} edges</summary>
+<table><tr><th>from</th><th>relation</th><th>to</th><th>source</th></tr>{edge_rows}</table></details>
 </body></html>
 """

@@ -152,3 +152,68 @@ async def test_picture_renders_in_chromium_with_every_label(bieber, tmp_path, la
     for edge in bieber.edges:
         assert html.escape(edge.label, quote=False) in dom
     assert "aligned entity" in dom and "freebase edges" in dom and "wikidata edges" in dom
+
+
+# -- pictures that scale: CVTs as compound edges, one arrow per pair, bundled fans, filters ---------------
+def cvt_graph() -> MergedGraph:
+    """Bieber -education-> (nameless CVT) -institution-> school, plus a CVT reached from one side only,
+    a fan of 12 films over one relation, and one fact both KGs state."""
+    merged = MergedGraph({"freebase": "freebase", "wikidata": "wikidata"})
+    merged.nodes = [Node({"freebase": "m.06w2sn5", "wikidata": "Q34086"}, "Justin Bieber", topic=True),
+                    Node({"freebase": "m.cvt_0001"}, None, hop=1),
+                    Node({"freebase": "m.0school"}, "Stratford Northwestern", hop=2),
+                    Node({"freebase": "m.cvt_0002"}, None, hop=1),
+                    Node({"freebase": "m.0canada", "wikidata": "Q16"}, "Canada", hop=1)]
+    merged.nodes += [Node({"wikidata": f"Q90{i:02d}"}, f"Film {i:02d}", hop=1) for i in range(12)]
+    merged.edges = [Link("freebase", 0, "people.person.education", 1, "education"),
+                    Link("freebase", 1, "education.education.institution", 2, "institution"),
+                    Link("freebase", 3, "award.award_honor.award_winner", 0, "award winner"),
+                    Link("freebase", 0, "people.person.nationality", 4, "nationality"),
+                    Link("wikidata", 0, "P27", 4, "country of citizenship")]
+    merged.edges += [Link("wikidata", 0, "P1269", 5 + i, "cast member of") for i in range(12)]
+    return merged
+
+
+def test_display_graph_draws_cvts_as_compound_edges_and_bundles_fans():
+    merged = cvt_graph()
+    shown = views.display_graph(merged)
+    titles = [views.node_title(n) for n in shown.nodes]
+    assert "m.cvt_0001" not in titles  # the CVT between two entities is an edge now
+    compound = next(e for e in shown.edges if "|" in e.relation)
+    assert (titles[compound.subject], compound.label, titles[compound.object], compound.via) == \
+        ("Justin Bieber", "education | institution", "Stratford Northwestern", ("m.cvt_0001",))
+    assert "m.cvt_0002" in titles and views.is_cvt(shown, titles.index("m.cvt_0002"))  # one edge: kept, drawn as a dot
+    both = next(e for e in shown.edges if titles[e.object] == "Canada")  # one arrow for the fact both KGs state
+    assert both.kg == "freebase+wikidata" and both.label == "nationality\ncountry of citizenship"
+    assert sum(1 for e in shown.edges if titles[e.object] == "Canada") == 1
+    bundle = next(n for n in shown.nodes if (n.label or "").startswith("12 entities: "))
+    assert bundle.label == "12 entities: Film 00, Film 01, Film 02, Film 03, Film 04, Film 05 … and 6 more"
+    assert len(shown.edges) == 4 and len(merged.edges) == 17
+    dot = views.to_dot(shown)
+    assert 'shape=point' in dot and 'color="#1f6fb4:#d9480f"' in dot and "class=\"kg-freebase kg-wikidata" in dot
+    assert len(views.to_dot(merged).splitlines()) > len(dot.splitlines())  # the --dot export keeps every edge
+
+
+async def test_93_edge_merged_subgraph_is_readable_in_chromium(tmp_path):
+    """The picture the issue found unreadable (Justin Bieber, 2 hops over both federation KGs: 93 edges),
+    checked as rendered: ranked by hop, CVTs not drawn as boxes, filters that really hide arrows."""
+    if shutil.which("dot") is None:
+        unavailable("Graphviz dot is not installed: apt-get install graphviz")
+    async with fed_kgs() as kgs:
+        merged = await expand(["m.06w2sn5"], kgs, hops=2, width=3, limit=10, aligner=Aligner(kgs, methods=("p646", "label")))
+    assert len(merged.edges) == 93
+    page = tmp_path / "merged.html"
+    page.write_text(views.to_html(merged, "Justin Bieber, 2 hops"), encoding="utf-8")
+    text = page.read_text()
+    assert "<script" not in text and "93 edges from 2 KGs; drawn as 37 boxes and 90 arrows" in text
+    assert 'id="hide-rel-occupation"' in text and "All 93 edges" in text
+    filtered = tmp_path / "filtered.html"
+    filtered.write_text(text.replace('id="hide-rel-occupation" hidden>', 'id="hide-rel-occupation" hidden checked>'))
+    shot, less = screenshot(tmp_path, page, "merged.png"), screenshot(tmp_path, filtered, "filtered.png")
+    assert png_size(shot) == (1400, 1000)
+    assert less.stat().st_size < 0.9 * shot.stat().st_size  # 48 occupation arrows gone from the picture
+    dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+    for node in merged.nodes:
+        if not views.is_cvt(merged, merged.nodes.index(node)):
+            assert html.escape(views.node_title(node), quote=False) in dom
+    assert dom.count('class="node cvt"') == sum(views.is_cvt(merged, i) for i in range(len(merged.nodes))) == 2  # dots, not boxes
