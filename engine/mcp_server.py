@@ -517,6 +517,10 @@ class Engine:
             raise KgfedError("no topic entity: give at least one id such as Q42 or m.0d3k14")
         if len(topics) > MAX_IDS:
             raise KgfedError(f"{len(topics)} topics in one call: give at most {MAX_IDS}")
+        live = [n for n, g in self.kgs.items() if getattr(g.endpoint.inner, "url", None)]
+        if not width and hops >= 2 and live:
+            raise KgfedError(f"every relation {hops} hops out of a live KG ({', '.join(live)}) can take thousands of queries: "
+                             "give width ≥ 1 (relations followed per entity), e.g. 5")
         return await expand(list(topics), self.kgs, hops, width or None, limit=limit or None,
                             aligner=self.aligner(), direction=direction)
 

@@ -321,6 +321,7 @@ async def test_sparql_is_read_only_and_hostile_ids_never_reach_the_endpoint():
         assert "invalid" in await refused(client, "relations", entity="<http://evil.example/>")
         seen = len(endpoint.seen)
         assert "unknown KG" in await refused(client, "relations", entity="Q42", kg="nope")
+        assert "give width ≥ 1" in await refused(client, "paths", entities=["Q42", "Q350"], max_depth=3)
         assert "invalid arguments (direction: Input should be" in await refused(client, "relations", entity="Q42", direction="sideways")
         assert len(endpoint.seen) == seen
         asked = await call(client, "sparql", query=f"ASK {{ <{WD}Q42> <{WDT}P19> <{WD}Q350> }}")
