@@ -48,7 +48,7 @@ _NEW_TERM = tuple.__new__
 
 
 # -- keys ------------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=1024)
 def expect_of(query: str) -> Expect:
     """`Expect.of_query`, memoised (templates repeat their texts)."""
     return Expect.of_query(query)
@@ -149,6 +149,7 @@ class ResponseCache:
         self._writer: threading.Thread | None = None
         self._closed = False
         self.stats: Counter[str] = Counter()
+        self.last_error: str | None = None
         _OPEN.add(self)
 
     # -- reads -----------------------------------------------------------------------------------
@@ -209,7 +210,12 @@ class ResponseCache:
                 if not self._queue and self._closed:
                     return
             time.sleep(self._linger)  # let a burst of answers join one transaction
-            self._drain()
+            try:
+                self._drain()
+            except Exception as exc:  # a full disk, a locked database: keep serving, say so in stats
+                self.stats["write_errors"] += 1
+                self.last_error = f"{exc.__class__.__name__}: {exc}"
+                time.sleep(1.0)
 
     def _drain(self) -> None:
         with self._write_lock:
@@ -308,7 +314,7 @@ class CachedEndpoint:
         key = self._keys.get(query) if type(query) is str else None
         if key is None:
             key = cache_key(self.inner.name, check_query_text(query))
-            if len(self._keys) >= 65536:
+            if len(self._keys) >= 8192:
                 self._keys.clear()
             self._keys[query] = key
         return key

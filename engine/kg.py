@@ -104,6 +104,7 @@ class KG:
         self._relation_labels: dict[str, str] = {}
         self._queries: dict[tuple, str] = {}  # rendered templates by arguments
         self._shorts: dict[str, str] = {}  # IRI -> short id
+        self._follow: dict[str, bool] = {}  # relation -> listed by relations() (filter and dialect allow it)
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -217,7 +218,7 @@ class KG:
         query = self._queries.get(memo_key)
         if query is None:
             query = render()
-            if len(self._queries) >= 65536:
+            if len(self._queries) >= 8192:
                 self._queries.clear()
             self._queries[memo_key] = query
         return query
@@ -273,7 +274,10 @@ class KG:
                 rel = self._short(row["r"])
                 if "r2" in row:
                     rel = f"{rel}{COMPOUND_SEP}{self._short(row['r2'])}"
-                if self.dialect.relation_filter.drops(rel) or not self._queryable(rel):
+                follow = self._follow.get(rel)
+                if follow is None:
+                    follow = self._follow[rel] = not self.dialect.relation_filter.drops(rel) and self._queryable(rel)
+                if not follow:
                     continue
                 label = row["rlabel"].value if "rlabel" in row else None
                 if label:
