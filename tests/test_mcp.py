@@ -49,11 +49,11 @@ def env() -> dict[str, str]:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
-def stdio(*args: str) -> Client:
+def stdio(*args: str, **options) -> Client:
     """A client that launches `kgfed mcp ARGS` and talks to it over stdin/stdout."""
     if not KGFED.exists():
         pytest.skip(f"{KGFED} is not installed (pip install -e .)")
-    return Client(StdioServerParameters(command=str(KGFED), args=["mcp", *args], env=env(), cwd=str(ROOT)))
+    return Client(StdioServerParameters(command=str(KGFED), args=["mcp", *args], env=env(), cwd=str(ROOT)), **options)
 
 
 def free_port() -> int:
@@ -268,7 +268,8 @@ async def test_stdio_cwq_and_codex_single_kgs_compound_cvt_relations():
     fb = store_of(cwq)
     cvt = "people.person.places_lived|people.place_lived.location"
     async with stdio("--kg", "cwq,codex", "--endpoint", f"cwq=file:{cwq}", "--endpoint", f"codex=file:{codex}",
-                     "--methods", "p646") as client:
+                     "--methods", "p646", mode="legacy") as client:  # the initialize handshake of pre-2026 clients
+        assert client.server_info.name == "kgfed" and "cwq" in client.instructions
         rels = await call(client, "relations", entity="m.06w2sn5", kg="cwq")
         assert cvt in {r["relation"] for r in rels["relations"] if r["direction"] == "out"}
         edges = (await call(client, "neighbors", entity="m.06w2sn5", relation=cvt))["edges"]
