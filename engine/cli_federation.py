@@ -225,6 +225,11 @@ async def cmd_expand(args: argparse.Namespace) -> int:
         print(json.dumps(merged.to_json(), ensure_ascii=False, indent=1))
     else:
         _print_summary(merged)
+    touched = {i for e in merged.edges for i in (e.subject, e.object)}
+    lonely = [t for t in args.topics if not any(t in n.ids.values() for i, n in enumerate(merged.nodes) if i in touched)]
+    if lonely:  # an unknown id (or a KG of another dialect) must not pass as "0 edges"
+        print(f"kgfed: warning: no edges from {', '.join(lonely)} in {', '.join(kgs)}: unknown id, or not in these KGs",
+              file=sys.stderr)
     return 0
 
 
@@ -283,10 +288,19 @@ class _progress:
                              console=console, transient=True, disable=not console.is_terminal)
         self._bar.__enter__()
         self._task = self._bar.add_task("expanding", total=None)
+        from . import embeddings  # the bar, not a second live line, says when the model is loading
+
+        self._hook, embeddings.on_loading = embeddings.on_loading, self.loading
         return self.report
+
+    def loading(self, started: bool) -> None:
+        self._bar.update(self._task, description="loading the sentence-embedding model…" if started else "expanding")
 
     def report(self, what: str, done: int, total: int) -> None:
         self._bar.update(self._task, description=what, completed=done, total=total or None)
 
     def __exit__(self, *exc) -> None:
+        from . import embeddings
+
+        embeddings.on_loading = self._hook
         self._bar.__exit__(*exc)

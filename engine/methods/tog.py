@@ -147,7 +147,13 @@ class ToG(Method):
 
     name = "tog"
 
+    PARAMS = frozenset({"width", "depth", "pruning", "max_candidates", "retain", "exploration_temperature",
+                        "reasoning_temperature", "max_tokens", "exact_prompts", "seed", "agreement", "hop_penalty"})
+
     def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):
+        unknown = sorted(set(params) - self.PARAMS)
+        if unknown:  # a misspelt --param must not be ignored silently
+            raise KgfedError(f"unknown {self.name} parameter(s) {', '.join(unknown)}: use some of {', '.join(sorted(self.PARAMS))}")
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
         self.width = int(params.get("width", 3))
         self.depth = int(params.get("depth", 3))

@@ -104,6 +104,7 @@ class ToG2(ToG):
     """ToG-2: ToG's hops with context-guided entity pruning over the entities' documents."""
 
     name = "tog2"
+    PARAMS = ToG.PARAMS | {"top_k", "alpha", "relation_threshold", "ranker", "max_documents"}
 
     def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):
         params.setdefault("exploration_temperature", 0.0)  # ToG-2 samples every call at 0
