@@ -37,7 +37,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -112,8 +112,8 @@ def read_topics(path: str | os.PathLike, kg: str = "freebase") -> list[Topics]:
     if not is_rog(path):
         records = read_records(resolve_path(path))
         if records and all(set(r) <= TOPICS_KEYS and "id" in r for r in records):
-            return [Topics(str(r["id"]), tuple((r.get("topics") or {}).get(kg, {}))) for r in records]
-    return [Topics(q.id, tuple(q.topics.get(kg, {}))) for q in load_dataset(path)]
+            return [Topics(str(r["id"]), tuple(sorted((r.get("topics") or {}).get(kg, {})))) for r in records]
+    return [Topics(q.id, tuple(sorted(q.topics.get(kg, {})))) for q in load_dataset(path)]
 
 
 def write_topics(questions: str | os.PathLike, out: str | os.PathLike) -> int:
@@ -258,7 +258,9 @@ class Extractor:
         for node, relation, direction, count in big:
             report["capped"].append({"node": node, "relation": relation, "direction": direction,
                                      "count": count, "kept": self.caps.per_relation})
-            queries.append((direction, self.dialect.neighbors([(node, relation)], direction, limit=self.caps.per_relation)))
+            # ordered, so every engine keeps the same far ends (a bare LIMIT keeps whichever come first)
+            queries.append((direction, self.dialect.neighbors([(node, relation)], direction)
+                            + f" ORDER BY STR(?x) LIMIT {self.caps.per_relation}"))
         results = await asyncio.gather(*(self.kg.select(q) for _, q in queries))
         names: dict[str, bool] = {}
         typed_only: dict[str, bool] = {}
@@ -447,7 +449,7 @@ class Journal:
             old = json.loads(self.sidecar.read_text(encoding="utf-8")).get("settings", {}) if self.sidecar.exists() else None
         except ValueError:
             old = None
-        if old is not None and old != self.settings:
+        if old is not None and old != json.loads(json.dumps(self.settings)):  # tuples are lists in JSON
             diff = ", ".join(f"{k}={old.get(k)!r}" for k in self.settings if old.get(k) != self.settings[k])
             raise KgfedError(f"{self.out} was extracted with other settings ({diff}): use another --out, or --fresh to start over")
 
@@ -542,8 +544,7 @@ class Bar:
 
 async def extract(kg, topics: Sequence[Topics], out: str | os.PathLike, *, hops: int, caps: Caps | None = None,
                   source: str = "", parallel: int = 4, fresh: bool = False, descriptions: bool = False,
-                  progress: bool = True, topics_file: str | os.PathLike | None = None,
-                  on_done: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None) -> dict[str, Any]:
+                  progress: bool = True, topics_file: str | os.PathLike | None = None) -> dict[str, Any]:
     """Extract every question not yet in `out`'s journal; write `out` and its sidecar; return the sidecar."""
     if parallel < 1:
         raise KgfedError("--parallel must be at least 1")
