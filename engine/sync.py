@@ -392,12 +392,13 @@ class _Runtime:
 
     def _own(self) -> _ThreadClient:
         own = getattr(self.local, "client", None)
-        if own is None:
+        if own is None or not all(c.thread.is_alive() for c in self.clients):  # a few µs
             with self.lock:
                 dead = [c for c in self.clients if not c.thread.is_alive()]
                 self.clients = [c for c in self.clients if c.thread.is_alive()]
             for client in dead:  # threads that ended (a finished pool): release their connections
                 client.close()
+        if own is None:
             own = self.local.client = _ThreadClient()
             with self.lock:
                 self.clients.append(own)

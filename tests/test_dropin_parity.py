@@ -281,6 +281,7 @@ class _Echo(BaseHTTPRequestHandler):
 def echo() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
     server.daemon_threads = True
+    server.handle_error = lambda request, address: None  # a client that gave up (setTimeout) is expected
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
