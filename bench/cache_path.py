@@ -107,73 +107,49 @@ async def run(path: Path, n: int, rounds: int) -> dict:
     writes = ResponseCache(tmp / "writes")
     answers = [endpoint.select_sync(q) for q in queries]
 
-    for _ in range(rounds):
-        t = time.perf_counter()
-        for k in raw_keys:
-            raw.get(k)
-        add("raw diskcache get", time.perf_counter() - t)
-        t = time.perf_counter()
-        for k in raw_keys:
-            json.loads(raw.get(k))
-        add("raw diskcache get + json.loads", time.perf_counter() - t)
-        t = time.perf_counter()
-        for k in rel_keys:
-            json.loads(raw.get(k))
-        add("raw diskcache get + json.loads (relations answers)", time.perf_counter() - t)
+    clock = time.perf_counter
 
-        t = time.perf_counter()
-        for e, r in pairs:
-            await kg.neighbors(e, r)
-        add("warm neighbors (memory)", time.perf_counter() - t)
-        t = time.perf_counter()
-        for e in entities:
-            await kg.relations(e)
-        add("warm relations (memory)", time.perf_counter() - t)
-        t = time.perf_counter()
-        for e, r in pairs:
-            await disk_kg.neighbors(e, r)
-        add("warm neighbors (disk)", time.perf_counter() - t)
-        t = time.perf_counter()
-        for e in entities:
-            await disk_kg.relations(e)
-        add("warm relations (disk)", time.perf_counter() - t)
+    def read_rows(q: str) -> list:
+        return [[(node.value if node is not None else None) for node in solution] for solution in store.query(q)]
 
-        t = time.perf_counter()
-        for q in queries:
-            for _solution in store.query(q):
-                pass
-        add("raw Store.query neighbors", time.perf_counter() - t)
-        t = time.perf_counter()
-        for q in queries:
-            [[(node.value if node is not None else None) for node in solution] for solution in store.query(q)]
-        add("raw Store.query neighbors + read values", time.perf_counter() - t)
-        t = time.perf_counter()
-        for e, r in pairs:
-            await nocache.neighbors(e, r)
-        add("KG.neighbors, cache off", time.perf_counter() - t)
-        t = time.perf_counter()
-        for q in rel_queries:
-            [[(node.value if node is not None else None) for node in solution] for solution in store.query(q)]
-        add("raw Store.query relations + read values", time.perf_counter() - t)
-        t = time.perf_counter()
-        for e in entities:
-            await nocache.relations(e)
-        add("KG.relations, cache off", time.perf_counter() - t)
+    committed = 0.0
+    for round_no in range(rounds):
+        # interleaved per query: every way meets the same load (the machine is shared)
+        acc: dict[str, float] = {}
+
+        def tick(name: str, seconds: float) -> None:
+            acc[name] = acc.get(name, 0.0) + seconds
 
         writes.clear()
-        t = time.perf_counter()
-        for i, answer in enumerate(answers):
-            writes.set(f"w{i}", answer, source="bench")
-        add("kgfed set, on the caller", time.perf_counter() - t)
-        t = time.perf_counter()
-        writes.flush()
-        add("kgfed set, writer commit", time.perf_counter() - t)
-        raw_writes = diskcache.Cache(str(tmp / f"raw-writes-{len(times['kgfed set, on the caller'])}"))
-        t = time.perf_counter()
+        for i, (e, r) in enumerate(pairs):
+            k, q = raw_keys[i], queries[i]
+            t = clock(); raw.get(k); tick("raw diskcache get", clock() - t)
+            t = clock(); json.loads(raw.get(k)); tick("raw diskcache get + json.loads", clock() - t)
+            t = clock(); await kg.neighbors(e, r); tick("warm neighbors (memory)", clock() - t)
+            t = clock(); await disk_kg.neighbors(e, r); tick("warm neighbors (disk)", clock() - t)
+            t = clock(); read_rows(q); tick("raw Store.query neighbors + read values", clock() - t)
+            t = clock(); await nocache.neighbors(e, r); tick("KG.neighbors, cache off", clock() - t)
+        for j, e in enumerate(entities):
+            t = clock(); [json.loads(raw.get(k)) for k in rel_keys[2 * j:2 * j + 2]]
+            tick("raw diskcache get + json.loads (relations answers)", clock() - t)
+            t = clock(); await kg.relations(e); tick("warm relations (memory)", clock() - t)
+            t = clock(); await disk_kg.relations(e); tick("warm relations (disk)", clock() - t)
+            t = clock(); [read_rows(q) for q in rel_queries[2 * j:2 * j + 2]]
+            tick("raw Store.query relations + read values", clock() - t)
+            t = clock(); await nocache.relations(e); tick("KG.relations, cache off", clock() - t)
+        for i, answer in enumerate(answers):  # (apart from the reads: the writer thread would slow them)
+            t = clock(); writes.set(f"w{i}", answer, source="bench"); tick("kgfed set, on the caller", clock() - t)
+        writes.flush()  # the writer thread's commit time, whichever thread ran it
+        tick("kgfed set, writer commit (off the caller)", writes.stats["commit_seconds"] - committed)
+        committed = writes.stats["commit_seconds"]
+        raw_writes = diskcache.Cache(str(tmp / f"raw-writes-{round_no}"))
+        t = clock()
         for i, (_, doc) in enumerate(docs):
             raw_writes.set(f"w{i}", doc)
-        add("raw diskcache set (a transaction each)", time.perf_counter() - t)
+        tick("raw diskcache set (a transaction each)", clock() - t)
         raw_writes.close()
+        for name, seconds in acc.items():
+            add(name, seconds)
 
     per = {name: len(pairs) for name in times}
     for name in ("warm relations (memory)", "warm relations (disk)"):
@@ -190,7 +166,17 @@ async def run(path: Path, n: int, rounds: int) -> dict:
     for c in (cache, disk, writes):
         c.close()
     raw.close()
-    return {"data": path.name, "queries": len(pairs), "entities": len(entities), "rows_per_neighbors_answer": round(rows, 1),
+    m = medians
+    ratios = {
+        "warm neighbors (memory) / raw get+json.loads": m["warm neighbors (memory)"] / m["raw diskcache get + json.loads"],
+        "warm neighbors (disk) / raw get+json.loads": m["warm neighbors (disk)"] / m["raw diskcache get + json.loads"],
+        "warm relations (memory) / raw get+json.loads": m["warm relations (memory)"] / m["raw diskcache get + json.loads (relations answers)"],
+        "warm relations (disk) / raw get+json.loads": m["warm relations (disk)"] / m["raw diskcache get + json.loads (relations answers)"],
+        "neighbors overhead over Store.query (µs)": m["KG.neighbors, cache off"] - m["raw Store.query neighbors + read values"],
+        "relations overhead over Store.query (µs)": m["KG.relations, cache off"] - m["raw Store.query relations + read values"],
+        "cold write on the caller + writer (µs)": m["kgfed set, on the caller"] + m["kgfed set, writer commit (off the caller)"],
+    }
+    return {"ratios": {k: round(v, 2) for k, v in ratios.items()}, "data": path.name, "queries": len(pairs), "entities": len(entities), "rows_per_neighbors_answer": round(rows, 1),
             "rows_per_relations_answer": round(rel_rows, 1),
             "rounds": rounds, "median_us_per_query": medians}
 
@@ -207,7 +193,9 @@ def main() -> None:
           f"{report['rows_per_neighbors_answer']} rows per neighbors answer, {report['rows_per_relations_answer']} per relations "
           f"answer, median of {report['rounds']} rounds")
     for name, value in report["median_us_per_query"].items():
-        print(f"  {name:45s} {value:9.1f} µs")
+        print(f"  {name:52s} {value:9.1f} µs")
+    for name, value in report["ratios"].items():
+        print(f"  {name:52s} {value:9.2f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1))

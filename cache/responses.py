@@ -197,10 +197,11 @@ class ResponseCache:
         with self._wakeup:
             self._pending[key] = blob
             self._queue.append((key, blob))
-            if self._writer is None or not self._writer.is_alive():
-                self._writer = threading.Thread(target=self._run, name="kgfed-cache-writer", daemon=True)
-                self._writer.start()
-            self._wakeup.notify()
+            if len(self._queue) == 1:  # the writer sleeps on an empty queue: wake it (once per batch)
+                if self._writer is None or not self._writer.is_alive():
+                    self._writer = threading.Thread(target=self._run, name="kgfed-cache-writer", daemon=True)
+                    self._writer.start()
+                self._wakeup.notify()
 
     def _run(self) -> None:
         while True:
@@ -224,9 +225,11 @@ class ResponseCache:
                     batch, self._queue = self._queue[:self._batch], self._queue[self._batch:]
                 if not batch:
                     return
+                started = time.perf_counter()
                 with self._cache.transact():
                     for key, blob in batch:
                         self._cache.set(key, blob)
+                self.stats["commit_seconds"] += time.perf_counter() - started
                 self.stats["written"] += len(batch)
                 self.stats["transactions"] += 1
                 with self._wakeup:
