@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
@@ -492,8 +492,8 @@ class Engine:
         return {"alignments": rows, "unaligned": unaligned}, "\n".join(lines)
 
     async def expand(self, topics: Sequence[str], hops: int, width: int, limit: int, direction: str,
-                     max_edges: int) -> tuple[dict, str]:
-        merged = await self._expand(topics, hops, width, limit, direction)
+                     max_edges: int, progress: Callable[[str, int, int], None] | None = None) -> tuple[dict, str]:
+        merged = await self._expand(topics, hops, width, limit, direction, progress)
         nodes = [NodeOut(index=i, ids=n.ids, label=n.label, topic=n.topic, hop=n.hop) for i, n in enumerate(merged.nodes)]
         edges = [LinkOut(**e.to_json()) for e in merged.edges[:max_edges]]
         note = None
@@ -510,7 +510,8 @@ class Engine:
         return ({"kgs": merged.kgs, "nodes": nodes, "edges": edges, "total_edges": len(merged.edges), "note": note},
                 "\n".join(lines))
 
-    async def _expand(self, topics: Sequence[str], hops: int, width: int | None, limit: int | None, direction: str):
+    async def _expand(self, topics: Sequence[str], hops: int, width: int | None, limit: int | None, direction: str,
+                      progress: Callable[[str, int, int], None] | None = None):
         from .subgraph import expand
 
         if not topics:
@@ -522,14 +523,15 @@ class Engine:
             raise KgfedError(f"every relation {hops} hops out of a live KG ({', '.join(live)}) can take thousands of queries: "
                              "give width ≥ 1 (relations followed per entity), e.g. 5")
         return await expand(list(topics), self.kgs, hops, width or None, limit=limit or None,
-                            aligner=self.aligner(), direction=direction)
+                            aligner=self.aligner(), direction=direction, progress=progress)
 
-    async def paths(self, entities: Sequence[str], max_depth: int, width: int, limit: int, max_paths: int) -> tuple[dict, str]:
+    async def paths(self, entities: Sequence[str], max_depth: int, width: int, limit: int, max_paths: int,
+                    progress: Callable[[str, int, int], None] | None = None) -> tuple[dict, str]:
         entities = list(dict.fromkeys(e.strip() for e in entities if e.strip()))
         if len(entities) < 2:
             raise KgfedError("paths needs two or more distinct entities, e.g. [\"Q42\", \"Q350\"]")
         hops = math.ceil(max_depth / 2)
-        merged = await self._expand(entities, hops, width, limit, "both")
+        merged = await self._expand(entities, hops, width, limit, "both", progress)
         found, note = connecting_paths(merged, entities, self.aligner(), max_depth, max_paths)
         lines = [p.text for p in found] or [f"no path of length ≤ {max_depth} between {', '.join(entities)} "
                                              f"in the merged subgraph ({hops} hops, width {width or 'all'}, limit {limit or 'all'})"]
@@ -779,6 +781,28 @@ async def _guard(name: str, call: Callable[[], Awaitable[tuple[dict, str]]]) -> 
                           structured_content=payload)
 
 
+class Progress:
+    """Expansion steps as MCP progress notifications (sent in order, all before the result)."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.pending: list[asyncio.Task] = []
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        self.pending.append(asyncio.get_running_loop().create_task(self._send(len(self.pending), what, done, total)))
+
+    async def _send(self, k: int, what: str, done: int, total: int) -> None:
+        if k:
+            await asyncio.wait([self.pending[k - 1]])  # keep the order the steps happened in
+        await self.ctx.report_progress(done, total or None, what)
+
+    async def __aenter__(self) -> "Progress":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await asyncio.gather(*self.pending, return_exceptions=True)  # a client gone away must not fail the call
+
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True)
 
 INSTRUCTIONS = """kgfed: knowledge-graph lookups over {kgs}.
@@ -879,6 +903,7 @@ def build_server(engine: Engine) -> MCPServer:
         "ids, and every edge keeps the KG it came from and its original relation id. Bounded: hops ≤ 3, max_edges "
         "returned. Cost: about 2 queries per KG per hop plus alignment and label queries."))
     async def expand(
+        ctx: Context,
         topics: Annotated[list[Id], Field(description="topic ids (Q42, m.0282x)", min_length=1, max_length=MAX_IDS)],
         hops: Annotated[int, Field(ge=0, le=MAX_HOPS)] = 1,
         width: Annotated[int, Field(ge=0, le=100, description="relations followed per entity and KG (0 = all)")] = 3,
@@ -886,7 +911,8 @@ def build_server(engine: Engine) -> MCPServer:
         direction: Annotated[Direction, Field(description="out, in or both")] = "both",
         max_edges: Annotated[int, Field(ge=1, le=2000)] = MAX_EXPAND_EDGES,
     ) -> Annotated[CallToolResult, ExpandOut]:
-        return await _guard("expand", lambda: engine.expand(topics, hops, width, limit, direction, max_edges))
+        async with Progress(ctx) as progress:
+            return await _guard("expand", lambda: engine.expand(topics, hops, width, limit, direction, max_edges, progress))
 
     @server.tool(annotations=READ_ONLY, description=(
         "Find how two or more entities are connected: paths of at most max_depth edges (taken either way) between every "
@@ -894,13 +920,15 @@ def build_server(engine: Engine) -> MCPServer:
         "entities merged). Each step gives the KG, relation and direction. Use it for 'how is X related to Y'. "
         "Cost: like expand with hops = ceil(max_depth/2); width 0 follows every relation."))
     async def paths(
+        ctx: Context,
         entities: Annotated[list[Id], Field(description="two or more ids", min_length=2, max_length=10)],
         max_depth: Annotated[int, Field(ge=1, le=MAX_DEPTH, description="edges per path at most")] = 2,
         width: Annotated[int, Field(ge=0, le=100, description="relations followed per entity (0 = all)")] = 0,
         limit: Annotated[int, Field(ge=0, le=MAX_NEIGHBORS, description="neighbours kept per relation (0 = all)")] = 20,
         max_paths: Annotated[int, Field(ge=1, le=MAX_PATHS)] = 20,
     ) -> Annotated[CallToolResult, PathsOut]:
-        return await _guard("paths", lambda: engine.paths(entities, max_depth, width, limit, max_paths))
+        async with Progress(ctx) as progress:
+            return await _guard("paths", lambda: engine.paths(entities, max_depth, width, limit, max_paths, progress))
 
     @server.tool(annotations=READ_ONLY, description=(
         "Wikipedia passages about entities, ranked against a question (ToG-2's context retrieval): ids go to their "

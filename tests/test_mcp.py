@@ -163,6 +163,7 @@ async def test_stdio_lists_every_tool_with_schemas_and_calls_them_on_the_demo_kg
             assert len(tool.description) > 150, tool.name
         assert tools["relations"].input_schema["properties"]["direction"]["enum"] == ["out", "in", "both"]
         assert "entity" in tools["relations"].input_schema["required"]
+        assert set(tools["expand"].input_schema["properties"]) == {"topics", "hops", "width", "limit", "direction", "max_edges"}
 
         found = await call(client, "search_entities", text="Douglas Adams")
         assert {("freebase", "m.0282x"), ("wikidata", "Q42")} <= {(h["kg"], h["id"]) for h in found["hits"]}
@@ -190,7 +191,14 @@ async def test_stdio_lists_every_tool_with_schemas_and_calls_them_on_the_demo_kg
         assert [(a["target_kg"], a["target"], a["method"], a["confidence"]) for a in links] == [("wikidata", "Q42", "p646", 1.0)]
         assert wd.query(f'ASK {{ <{WD}Q42> <{WDT}P646> "/m/0282x" }}')
 
-        merged = await call(client, "expand", topics=["Q42"], hops=1, width=4)
+        steps = []
+
+        async def progress(done, total, message):
+            steps.append((done, total, message))
+
+        result = await client.call_tool("expand", {"topics": ["Q42"], "hops": 1, "width": 4}, progress_callback=progress)
+        merged = result.structured_content
+        assert [m for _, _, m in steps][:2] == ["aligning topics", "hop 1/1: 2 entities"] and steps[-1] == (3, 3, "done")
         topic = next(n for n in merged["nodes"] if n["topic"])
         assert topic["ids"] == {"freebase": "m.0282x", "wikidata": "Q42"}
         assert merged["edges"] and {e["kg"] for e in merged["edges"]} == {"freebase", "wikidata"}
