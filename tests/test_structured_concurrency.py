@@ -16,18 +16,10 @@ from kgfed.sparql.dialects import WIKIDATA
 from kgfed.sparql.errors import Closed, EndpointError
 
 from . import httpfaults as hf
-from .test_answer_validation import CALLS, answering, right_body
+from .test_answer_validation import CALLS, answering, right_body, server  # noqa: F401  (server: the fixture)
 from .unclosed import no_unclosed  # noqa: F401  (fixture)
 
 QUERY = "SELECT ?x WHERE { ?x ?p ?o } LIMIT 1"
-
-
-@pytest.fixture
-async def server():
-    srv = hf.FaultServer()
-    runner = await hf.start(srv)
-    yield srv
-    await runner.cleanup()
 
 
 async def test_cancelling_one_caller_leaves_the_others_their_shared_answer(server, tmp_path, no_unclosed):
