@@ -16,8 +16,8 @@ The `sparql` tool is read-only by construction: the query is parsed with rdflib'
 (not pattern-matched), updates (INSERT/DELETE/LOAD/CLEAR/...) and CONSTRUCT/DESCRIBE are refused,
 every `SERVICE` must name a WDQS built-in service (`wikibase:label`, `wikibase:mwapi`, ...) or the host
 of a configured endpoint, and a row cap is enforced (a `LIMIT` is added when the query has none;
-longer answers are truncated with a note). It goes through the response cache and keeps the
-endpoint's partial-answer flag.
+longer answers are truncated with a note). It goes through the response cache and the
+`--partial` policy like every lookup.
 
 This module imports the `mcp` SDK at top level: import it only from the `kgfed mcp` handler.
 """
@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
@@ -764,18 +765,17 @@ async def _guard(name: str, call: Callable[[], Awaitable[tuple[dict, str]]]) -> 
         kind = exc.__class__.__name__
         if kind == "CannotOverwriteExistingCassetteException":
             raise ToolError("request not in the cassette (replay-only): record it with --record") from None
-        log.debug("tool %s failed", name, exc_info=True)
+        if os.environ.get("KGFED_DEBUG"):
+            log.warning("tool %s failed", name, exc_info=True)  # on the server's stderr, never to the client
         raise ToolError(f"unexpected {kind}: {_short(_one_line(exc), 200)}") from None
     data = dict(data)
     if data.get("partial_note"):
         text += f"\n(partial answer, rows may be missing: {data['partial_note']})"
-    if name == "ask":
-        data["cost"] = {k: v for k, v in data["cost"].items()}
-    else:
+    if name != "ask":  # a method's Result carries its own, fuller cost
         data["cost"] = _cost(counter, time.perf_counter() - started)
     cost = data["cost"]
     figures = cost if isinstance(cost, dict) else cost.model_dump()
-    summary = ", ".join(f"{k}={v:g}" for k, v in figures.items() if v)
+    summary = ", ".join(f"{k}={v:g}" for k, v in figures.items() if isinstance(v, (int, float)) and v)
     payload = to_jsonable_python(data)
     return CallToolResult(content=[TextContent(type="text", text=f"{text}\n[cost: {summary or 'nothing'}]")],
                           structured_content=payload)
