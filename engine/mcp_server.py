@@ -77,6 +77,15 @@ class Cost(BaseModel):
     seconds: float = 0.0
 
 
+class Costed(BaseModel):
+    cost: Cost
+
+
+class Lookup(Costed):
+    partial: bool = Field(False, description="a server said its answer is incomplete (only with --partial allow)")
+    partial_note: str | None = None
+
+
 class HitOut(BaseModel):
     kg: str
     id: str
@@ -84,12 +93,9 @@ class HitOut(BaseModel):
     description: str | None = None
 
 
-class SearchOut(BaseModel):
+class SearchOut(Lookup):
     text: str
     hits: list[HitOut]
-    partial: bool = Field(False, description="a server said its answer is incomplete (only with --partial allow)")
-    partial_note: str | None = None
-    cost: Cost
 
 
 class RelationOut(BaseModel):
@@ -100,12 +106,9 @@ class RelationOut(BaseModel):
     label: str | None = None
 
 
-class RelationsOut(BaseModel):
+class RelationsOut(Lookup):
     entity: str
     relations: list[RelationOut]
-    partial: bool = Field(False, description="a server said its answer is incomplete (only with --partial allow)")
-    partial_note: str | None = None
-    cost: Cost
 
 
 class EdgeOut(BaseModel):
@@ -123,15 +126,12 @@ class EdgeOut(BaseModel):
     literal: bool = False
 
 
-class NeighborsOut(BaseModel):
+class NeighborsOut(Lookup):
     entity: str
     relation: str
     direction: str
     edges: list[EdgeOut]
     truncated: bool = Field(description="true when `limit` edges came back in some KG (there may be more)")
-    partial: bool = Field(False, description="a server said its answer is incomplete (only with --partial allow)")
-    partial_note: str | None = None
-    cost: Cost
 
 
 class LabelOut(BaseModel):
@@ -142,11 +142,8 @@ class LabelOut(BaseModel):
     aliases: list[str] = Field(default_factory=list)
 
 
-class LabelsOut(BaseModel):
+class LabelsOut(Lookup):
     labels: list[LabelOut]
-    partial: bool = Field(False, description="a server said its answer is incomplete (only with --partial allow)")
-    partial_note: str | None = None
-    cost: Cost
 
 
 class AlignmentOut(BaseModel):
@@ -160,10 +157,9 @@ class AlignmentOut(BaseModel):
     confidence: float
 
 
-class AlignOut(BaseModel):
+class AlignOut(Costed):
     alignments: list[AlignmentOut]
     unaligned: list[str] = Field(description="ids no method could place in another KG")
-    cost: Cost
 
 
 class NodeOut(BaseModel):
@@ -184,13 +180,12 @@ class LinkOut(BaseModel):
     hop: int = 1
 
 
-class ExpandOut(BaseModel):
+class ExpandOut(Costed):
     kgs: dict[str, str] = Field(description="KG name -> dialect")
     nodes: list[NodeOut]
     edges: list[LinkOut]
     total_edges: int
     note: str | None = None
-    cost: Cost
 
 
 class StepOut(BaseModel):
@@ -212,12 +207,11 @@ class PathOut(BaseModel):
     text: str
 
 
-class PathsOut(BaseModel):
+class PathsOut(Costed):
     entities: list[str]
     paths: list[PathOut]
     searched: dict[str, int] = Field(description="hops expanded around every entity, nodes and edges of the merged subgraph")
     note: str | None = None
-    cost: Cost
 
 
 class PassageOut(BaseModel):
@@ -230,15 +224,14 @@ class PassageOut(BaseModel):
     section: str | None = None
 
 
-class ContextOut(BaseModel):
+class ContextOut(Costed):
     question: str
     source: str
     passages: list[PassageOut]
     missing: dict[str, str] = Field(description="entity -> why no text was found")
-    cost: Cost
 
 
-class SparqlOut(BaseModel):
+class SparqlOut(Costed):
     kg: str
     vars: list[str]
     rows: list[dict[str, dict[str, str]]] = Field(description="SPARQL-JSON bindings: var -> {type, value, xml:lang?, datatype?}")
@@ -246,7 +239,6 @@ class SparqlOut(BaseModel):
     truncated: bool
     partial: bool = Field(description="the endpoint said the answer is incomplete (e.g. Virtuoso's anytime timeout)")
     note: str | None = None
-    cost: Cost
 
 
 class AskOut(BaseModel):
