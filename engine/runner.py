@@ -41,7 +41,8 @@ interrupted_note: str | None = None
 PRELOAD_BELOW = 100  # load the embedding model in the background when its cache holds fewer vectors (a first run)
 # open_kgs reads these options; RunSpec.kg_options overrides them.
 KG_OPTION_DEFAULTS: dict[str, Any] = {"kg": None, "endpoint": None, "cache_dir": None, "no_cache": False, "offline": False,
-                                      "timeout": 60.0, "concurrency": None, "user_agent": None, "contact": None}
+                                      "timeout": 60.0, "concurrency": None, "user_agent": None, "contact": None,
+                                      "refresh": False, "max_age": None, "partial": None}
 
 
 @dataclass
