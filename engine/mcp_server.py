@@ -78,10 +78,14 @@ class Cost(BaseModel):
 
 
 class Costed(BaseModel):
+    """A tool result with what it cost."""
+
     cost: Cost
 
 
 class Lookup(Costed):
+    """A lookup's result, flagged when a server said it is incomplete."""
+
     partial: bool = Field(False, description="a server said its answer is incomplete (only with --partial allow)")
     partial_note: str | None = None
 
