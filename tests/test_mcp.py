@@ -219,6 +219,9 @@ async def test_stdio_lists_every_tool_with_schemas_and_calls_them_on_the_demo_kg
 
         count = await call(client, "sparql", kg="wikidata", query="SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
         assert int(count["rows"][0]["n"]["value"]) == len(wd)
+        for subject, expected in (("m.0282x", "true"), ("m.0nothing", "false")):
+            asked = await call(client, "sparql", kg="freebase", query=f"ASK {{ <{FB}{subject}> ?p ?o }}")
+            assert asked["vars"] == ["boolean"] and asked["rows"][0]["boolean"]["value"] == expected
         # pyoxigraph would fetch a SERVICE itself: on a file store none is allowed, not even WDQS's label service
         message = await refused(client, "sparql", kg="wikidata",
                                 query='SELECT ?l WHERE { SERVICE wikibase:label { bd:serviceParam wikibase:language "en" } }')
