@@ -44,6 +44,7 @@ import atexit
 import contextlib
 import functools
 import hashlib
+import http.client
 import io
 import json
 import os
@@ -55,10 +56,10 @@ import urllib.request
 import warnings
 import weakref
 from collections import Counter
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urljoin, urlsplit
 
 import SPARQLWrapper as _sw
 from SPARQLWrapper import SmartWrapper as _smart
@@ -68,8 +69,10 @@ from SPARQLWrapper import (ASK, BASIC, CONSTRUCT, CSV, DELETE, DESCRIBE, DIGEST,
                            POSTDIRECTLY, RDF, RDFXML, SELECT, TSV, TURTLE, URLENCODED, XML, QueryResult)
 from SPARQLWrapper.SPARQLExceptions import (EndPointInternalError, EndPointNotFound, QueryBadFormed,
                                             SPARQLWrapperException, Unauthorized, URITooLong)
+from multidict import CIMultiDict
 
 from ..endpoints.client import HttpClient
+from ..endpoints.transport import Request, Response, TransportConnectError, TransportTimeout, TransportTruncated
 from ..sparql.errors import EndpointError, EndpointTimeout, KgfedError
 from .kg import KG
 
@@ -321,6 +324,84 @@ def _complete_headers(headers: list[tuple[str, str]]) -> bool:
     return names.get("x-sql-state", "").upper() != "S1TAT" and "x-sparql-maxrows" not in names
 
 
+# ---- a keep-alive http.client transport for a loop that one blocking caller drives ---------------------
+class _BlockingTransport:
+    """kgfed's transport seam implemented with the standard library's `http.client`, connections kept alive.
+
+    Blocking inside the coroutine is right here and only here: the loop belongs to one thread that is
+    waiting for this very answer (as it would wait in urllib), so nothing else is held up, and the
+    per-request work is urllib's, not aiohttp's, minus a new TCP connection per query. `HttpClient`
+    above it still does the caps, 429 pauses, retries and error classes. Redirects are followed as
+    urllib follows them; a kept-alive connection the server closed meanwhile is reopened once.
+    """
+
+    max_redirects = 10
+
+    def __init__(self) -> None:
+        self._connections: dict[tuple[str, str], http.client.HTTPConnection] = {}
+
+    async def send(self, request: Request) -> Response:
+        method, url, body = request.method, request.full_url(), request.data
+        if isinstance(body, Mapping):
+            body = urlencode(body).encode()
+        headers = dict(request.headers)
+        for _ in range(self.max_redirects + 1):
+            status, answer_headers, data = self._exchange(method, url, body, headers, request.timeout)
+            if status not in (301, 302, 303, 307, 308) or "Location" not in answer_headers:
+                return Response(status, answer_headers, data, url)
+            url = urljoin(url, answer_headers["Location"])
+            if status == 303 or (status in (301, 302) and method == "POST"):  # as urllib: the body is dropped
+                method, body = "GET", None
+                headers = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "content-length")}
+        raise TransportConnectError(f"more than {self.max_redirects} redirects from {request.url}")
+
+    def _exchange(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
+                  timeout: float) -> tuple[int, CIMultiDict, bytes]:
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.netloc)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        for attempt in (0, 1):
+            connection = self._connections.get(key)
+            reused = connection is not None
+            if connection is None:
+                kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+                connection = self._connections[key] = kind(parts.netloc, timeout=timeout)
+            connection.timeout = timeout
+            if connection.sock is not None:
+                connection.sock.settimeout(timeout)
+            try:
+                connection.request(method, target, body=body, headers=headers)
+                response = connection.getresponse()
+                data = response.read()
+            except TimeoutError:
+                self._drop(key)
+                raise TransportTimeout(f"no answer within {timeout:g} s") from None
+            except http.client.IncompleteRead as exc:
+                self._drop(key)
+                raise TransportTruncated(f"{len(exc.partial)} bytes of the body arrived") from None
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+                self._drop(key)
+                if reused and attempt == 0:  # closed by the server while idle: open a new one
+                    continue
+                raise TransportConnectError(f"{exc.__class__.__name__}: {exc}") from None
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop(key)
+                raise TransportConnectError(f"{exc.__class__.__name__}: {exc}") from None
+            if response.will_close:
+                self._drop(key)
+            return response.status, CIMultiDict(response.getheaders()), data
+        raise AssertionError("unreachable")
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        connection = self._connections.pop(key, None)
+        if connection is not None:
+            connection.close()
+
+    async def aclose(self) -> None:
+        for key in list(self._connections):
+            self._drop(key)
+
+
 # ---- one runtime per process: HTTP clients, caches; closed at exit ------------------------------------------
 NO_LIMIT = 24 * 3600.0  # no client-side time limit unless setTimeout asks for one (as the genuine library)
 
@@ -330,8 +411,8 @@ class _PoliteClient(HttpClient):
 
     peers: "weakref.WeakSet[_PoliteClient]" = weakref.WeakSet()
 
-    def __init__(self) -> None:
-        super().__init__(timeout=NO_LIMIT)
+    def __init__(self, transport: Any = None) -> None:
+        super().__init__(timeout=NO_LIMIT, transport=transport)
         _PoliteClient.peers.add(self)
 
     def pause(self, host: str, seconds: float) -> None:
@@ -344,7 +425,7 @@ class _ThreadClient:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.client = _PoliteClient()
+        self.client = _PoliteClient(_BlockingTransport())
         self.thread = threading.current_thread()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -417,19 +498,12 @@ class _Runtime:
             return self.slots[host]
 
     def send(self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float | None):
-        async def go(client: HttpClient):
-            await asyncio.sleep(0)  # let the loop see connections the server closed while we were away
-            await asyncio.sleep(0)
-            if not timeout:
-                return await client.request(method, url, data=body, headers=headers)
-            async with asyncio.timeout(timeout):
-                return await client.request(method, url, data=body, headers=headers)
-
+        """One request through kgfed's client; `timeout` (setTimeout) bounds each wait, as urllib's does."""
         in_loop = _running_loop() is not None
         runner, client = self._background() if in_loop else (self._own(), None)
         client = client or runner.client
         with self._slot(urlsplit(url).netloc, client):
-            return runner.run(go(client))
+            return runner.run(client.request(method, url, data=body, headers=headers, timeout=timeout or None))
 
     def stats(self) -> Counter:
         with self.lock:
@@ -573,9 +647,9 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
             return _Response(self.endpoint, 200, [("Content-Type", content_type)], body), self.returnFormat
         request = self._createRequest()
         method, url, body = request.get_method(), request.full_url, request.data
-        headers = dict(request.header_items())
+        headers = {name.title(): value for name, value in request.header_items()}  # urllib's "User-agent"
         if self.agent == _sw.__agent__:
-            headers.pop("User-agent", None)  # the genuine default agent: send kgfed's descriptive one
+            headers.pop("User-Agent", None)  # the genuine default agent: send kgfed's descriptive one
         runtime = _runtime()
         cache = key = None
         if self.kgfed_cache_dir is not None and self.returnFormat == JSON and self.queryType in (SELECT, ASK):
@@ -598,13 +672,12 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
         host = urlsplit(url).netloc or url
         try:
             return runtime.send(method, url, body, headers, self.timeout)
-        except TimeoutError:
-            raise _TIMEOUT(f"{host} did not answer within setTimeout({self.timeout}) s: simplify the query or raise the timeout") from None
         except EndpointError as exc:  # after kgfed's retries: the class the genuine library raises for it
             status = exc.status
             if status is None:
                 if isinstance(exc, EndpointTimeout):
-                    raise _TIMEOUT(str(exc)) from None
+                    raise _TIMEOUT(f"{host} did not answer within setTimeout({self.timeout}) s: "
+                                   "simplify the query or raise the timeout") from None
                 raise _UNREACHABLE(f"{exc}: check that the endpoint is running and the URL is right") from None
             if status >= 500:
                 raise _INTERNAL(str(exc), status=status) from None

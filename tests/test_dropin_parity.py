@@ -267,6 +267,14 @@ class _Echo(BaseHTTPRequestHandler):
             headers = {"X-SPARQL-MaxRows": "1"}
         elif script == "ask-for-select":
             doc = {"head": {}, "boolean": True}
+        elif script == "redirect":  # a moved endpoint: both libraries follow it
+            self.send_response(302)
+            self.send_header("Location", "/echo?" + parts.query if parts.query else "/echo")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        elif script == "hang-up":  # answers, then closes the kept-alive connection without saying so
+            self.close_connection = True
         data = json.dumps(doc).encode() if not script.startswith("status") else f"Error {status}: scripted".encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/sparql-results+json" if status == 200 else "text/plain")
@@ -459,3 +467,13 @@ def test_threads_and_running_event_loops_get_the_genuine_answers(echo, tmp_path)
     assert asyncio.run(inside_a_loop()) == want[:3]
     ask(sync, url, queries[0], cache=False)  # a later call releases the clients of the pool's ended threads
     assert all(c.thread.is_alive() for c in sync._runtime().clients)
+
+
+def test_redirects_are_followed_and_a_connection_the_server_dropped_is_reopened(echo, tmp_path):
+    for configure in (REQUESTS["plain"], REQUESTS["post"]):
+        assert seen(sync, f"{echo}/redirect", configure, cache=False) == seen(genuine, f"{echo}/redirect", configure)
+    before, retries = _Echo.hits.get("echo", 0), sync.stats()["retries"]
+    for n in range(3):  # each hang-up leaves a dead kept-alive connection behind; the next query must not fail
+        assert ask(sync, f"{echo}/hang-up", f"ASK {{ ?s ?p {n} }}", cache=False)["results"]["bindings"]
+        assert ask(sync, f"{echo}/echo", f"ASK {{ ?s ?p {n} }}", cache=False)["results"]["bindings"]
+    assert _Echo.hits["echo"] - before == 3 and sync.stats()["retries"] == retries  # reopened at once, no backoff
