@@ -32,6 +32,7 @@ import threading
 import time
 import weakref
 from collections import Counter, OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -322,21 +323,50 @@ class CachedEndpoint:
             self._keys[query] = key
         return key
 
-    def lookup(self, query: str) -> SelectResult | None:
-        """The cached answer to `query` without awaiting anything (counted as a query and a hit), or None
-        (nothing counted: `select` follows). The warm path of the batched KG calls."""
-        if self.cache is None or self.refresh or self._closed:
-            return None
-        hit = self.cache.get(self._key(query), max_age=self.max_age)
-        if hit is not None:
-            self.stats["queries"] += 1
-            self.stats["cache_hits"] += 1
-            charge("sparql_queries")
-            charge("cache_hits")
-        return hit
-
     async def select(self, query: str, expect: Expect | None = None) -> SelectResult:
         """The answer to `query` (checked against `expect`, by default the query's own form and variables)."""
+        got = self._join(query, expect)
+        if not isinstance(got, _Flight):
+            return got
+        try:
+            return await asyncio.shield(got.task)
+        except asyncio.CancelledError:
+            raise self._cancelled(got) from None
+        finally:
+            await self._leave([got])
+
+    async def select_all(self, queries: Sequence[str]) -> list[SelectResult]:
+        """The answers to several queries, or the first failure (in query order) with every request that no
+        other caller waits for cancelled: a TaskGroup's guarantees, without a task per query. Cache hits
+        are taken at once; the misses are shared flights awaited together."""
+        results: list[SelectResult | None] = []
+        joined: list[tuple[int, _Flight]] = []
+        try:
+            for i, query in enumerate(queries):
+                got = self._join(query)
+                if isinstance(got, _Flight):
+                    joined.append((i, got))
+                    results.append(None)
+                else:
+                    results.append(got)
+            if joined:
+                try:
+                    await asyncio.wait([f.task for _, f in joined], return_when=asyncio.FIRST_EXCEPTION)
+                except asyncio.CancelledError:
+                    raise self._cancelled(joined[0][1]) from None
+                for _, flight in joined:
+                    if flight.task.done() and (flight.task.cancelled() or flight.task.exception() is not None):
+                        if flight.task.cancelled():
+                            raise self._cancelled(flight)
+                        raise flight.task.exception()  # type: ignore[misc]
+                for i, flight in joined:
+                    results[i] = flight.task.result()
+        finally:
+            await self._leave([flight for _, flight in joined])
+        return results  # type: ignore[return-value]
+
+    def _join(self, query: str, expect: Expect | None = None) -> "SelectResult | _Flight":
+        """A cache hit, or the flight (shared or new) this caller now waits for (`_leave` it after)."""
         if self._closed:
             raise Closed(f"{self.name} is closed: open a new KG (requests after aclose() are refused)")
         key = self._key(query)
@@ -364,17 +394,26 @@ class CachedEndpoint:
             self.stats["shared"] += 1
             charge("shared")
         flight.waiters += 1
-        try:
-            return await asyncio.shield(flight.task)
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if flight.task.cancelled() and self._closed and not (current and current.cancelling()):
-                raise Closed(f"{self.name} was closed while this query was in flight") from None
-            raise
-        finally:
+        return flight
+
+    async def _leave(self, flights: list[_Flight]) -> None:
+        """This caller stops waiting; a request no caller waits for any more is cancelled, and (as a
+        TaskGroup would) awaited, so nothing it started is still running when the caller moves on."""
+        orphans = []
+        for flight in flights:
             flight.waiters -= 1
             if flight.waiters == 0 and not flight.task.done():
-                flight.task.cancel()  # the last caller gave up: nobody needs the request any more
+                flight.task.cancel()
+                orphans.append(flight.task)
+        if orphans:
+            await asyncio.wait(orphans)
+
+    def _cancelled(self, flight: _Flight) -> BaseException:
+        """What a waiter raises when cancelled: `Closed` if the KG closed under it, else the cancellation."""
+        current = asyncio.current_task()
+        if flight.task.cancelled() and self._closed and not (current and current.cancelling()):
+            return Closed(f"{self.name} was closed while this query was in flight")
+        return asyncio.CancelledError()
 
     def _landed(self, key: str, task: asyncio.Task) -> None:
         if self._inflight.get(key) is not None and self._inflight[key].task is task:

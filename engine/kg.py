@@ -5,7 +5,7 @@
         edges = await kg.neighbors("Q42", "P69")
 
 Batched forms (`relations_many`, `neighbors_many`, `labels`) put a whole beam into `VALUES` blocks of
-`batch_size` and run the blocks concurrently (in a TaskGroup: one failing block cancels its siblings);
+`batch_size` and run the blocks concurrently (structured: one failing block cancels its siblings);
 every query goes through the response cache, which checks each answer against the template's variables.
 
 Every answer is right, flagged, or an error: lists come back as `Answer` (dicts as `AnswerMap`) with
@@ -51,20 +51,6 @@ def _sequence(items, what: str, example: str) -> list:
     if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
         raise InvalidIdentifier(f"invalid {what} {type(items).__name__}: expected a list such as {example}")
     return list(items)
-
-
-def _first_error(group: BaseExceptionGroup) -> BaseException:
-    """The exception to raise for a failed TaskGroup: a KgfedError first, else the first real one."""
-    flat: list[BaseException] = []
-    stack = [group]
-    while stack:
-        for exc in stack.pop(0).exceptions:
-            (stack if isinstance(exc, BaseExceptionGroup) else flat).append(exc)  # type: ignore[arg-type]
-    for kind in (KgfedError, Exception):
-        for exc in flat:
-            if isinstance(exc, kind):
-                return exc
-    return flat[0]
 
 
 def _chunks(items: Sequence, size: int) -> Iterable[Sequence]:
@@ -190,25 +176,10 @@ class KG:
         return await self.endpoint.select(query)
 
     async def _gather(self, queries: Iterable[str]) -> list[SelectResult]:
-        """All answers, or the first error with every sibling query cancelled.
-
-        Cache hits are taken without a task each; only the misses run, concurrently, in a TaskGroup."""
+        """All answers, or the first error with every sibling query cancelled (structured: no request
+        outlives the call unless another caller shares it). Cache hits are taken without a task."""
         self._check_open()
-        lookup = self.endpoint.lookup
-        queries = list(queries)
-        results: list[SelectResult | None] = [lookup(q) for q in queries]
-        missing = [i for i, r in enumerate(results) if r is None]
-        if len(missing) == 1:
-            results[missing[0]] = await self.endpoint.select(queries[missing[0]])
-        elif missing:
-            try:
-                async with asyncio.TaskGroup() as group:
-                    tasks = [(i, group.create_task(self.endpoint.select(queries[i]))) for i in missing]
-            except BaseExceptionGroup as failed:
-                raise _first_error(failed) from None
-            for i, task in tasks:
-                results[i] = task.result()
-        return results  # type: ignore[return-value]
+        return await self.endpoint.select_all(list(queries))
 
     def _rendered(self, memo_key: tuple | None, render) -> str:
         """A template's text, memoised on its (already valid) arguments: a repeated call skips validation
