@@ -254,6 +254,8 @@ class _Echo(BaseHTTPRequestHandler):
                 "accept": self.headers.get("Accept", ""), "params": sorted(params),
                 "headers": sorted((k.lower(), v) for k, v in self.headers.items() if k.lower().startswith("x-")),
                 "authorization": self.headers.get("Authorization", "")}
+        if script == "agent":
+            seen = {"user-agent": self.headers.get_all("User-Agent")}
         doc: dict = {"head": {"vars": ["seen"]}, "results": {"bindings": [
             {"seen": {"type": "literal", "value": json.dumps(seen, sort_keys=True)}}]}}
         headers, status = {}, 200
@@ -477,3 +479,13 @@ def test_redirects_are_followed_and_a_connection_the_server_dropped_is_reopened(
         assert ask(sync, f"{echo}/hang-up", f"ASK {{ ?s ?p {n} }}", cache=False)["results"]["bindings"]
         assert ask(sync, f"{echo}/echo", f"ASK {{ ?s ?p {n} }}", cache=False)["results"]["bindings"]
     assert _Echo.hits["echo"] - before == 3 and sync.stats()["retries"] == retries  # reopened at once, no backoff
+
+
+def test_a_given_agent_is_sent_once_and_the_default_agent_becomes_kgfeds(echo):
+    def agents(module, **options) -> list[str]:
+        return json.loads(ask(module, f"{echo}/agent", "ASK {}", **options)["results"]["bindings"][0]["seen"]["value"])["user-agent"]
+
+    assert agents(sync, agent="my-agent/1.0 (me@example.org)", cache=False) == agents(genuine, agent="my-agent/1.0 (me@example.org)")
+    assert agents(genuine) == [genuine.__agent__]
+    [default] = agents(sync, cache=False)
+    assert default.startswith("kgfed/")
