@@ -96,3 +96,23 @@ async def test_kg_open_with_its_own_client_and_cache_leaves_nothing_open(server,
             await call(kg)
     assert kg.closed and kg.endpoint.cache._closed
     assert len(ResponseCache(tmp_path / "c")) == len(server.seen)  # flushed on close: every answer stored
+
+
+async def test_cancelling_a_batched_call_keeps_what_others_share_and_ends_the_rest(server, no_unclosed):
+    """Two labels() calls share Q1's and Q2's requests; the first also asks Q3 alone. Cancelling the first
+    ends Q3's request only; the second still gets its answer from the shared ones."""
+    async with HttpClient() as client:
+        kg = KG(HttpEndpoint(server.url, client), WIKIDATA, cache=None, batch_size=1)
+        server.script = [hf.ok(delay=0.4, body={"head": {"vars": ["id", "label", "desc", "alias"]},
+                                                "results": {"bindings": []}})]
+        first = asyncio.ensure_future(kg.labels(["Q1", "Q2", "Q3"]))
+        await asyncio.sleep(0.05)
+        second = asyncio.ensure_future(kg.labels(["Q1", "Q2"]))
+        await asyncio.sleep(0.05)
+        assert len(kg.endpoint._inflight) == 3
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        assert first.cancelled() and len(kg.endpoint._inflight) == 2  # Q3's request ended with its caller
+        labels = await second
+        assert set(labels) == {"Q1", "Q2"} and kg.stats["shared"] == 2 and len(server.seen) == 3
+        await kg.aclose()
