@@ -301,7 +301,7 @@ class Extractor:
                 if not {"e", "r", "n"} <= row.keys():
                     continue
                 relation = self._short(row["r"])
-                if relation is None or not self._queryable(relation):
+                if relation is None or not self.kg._queryable(relation):
                     continue
                 found.append((self._short(row["e"]), relation, direction, int(float(row["n"].value))))
         return sorted(found)
@@ -373,13 +373,6 @@ class Extractor:
             return self.dialect.check_entity(short)
         except InvalidIdentifier:
             return None
-
-    def _queryable(self, relation: str) -> bool:
-        try:
-            self.dialect.check_relation(relation)
-        except InvalidIdentifier:
-            return False
-        return True
 
 
 def _iri(rendered: str) -> Term:
