@@ -114,7 +114,7 @@ class EmbeddedEndpoint:
     """SPARQL over a pyoxigraph `Store` (files or a given store) in worker threads."""
 
     def __init__(self, paths: Sequence[str | os.PathLike] = (), *, store: ox.Store | None = None, workers: int = 2,
-                 inline_below: float = 0.001):
+                 inline_below: float = 0.003):
         if store is None and not paths:
             raise UnknownEndpoint("an embedded endpoint needs at least one RDF file: file:PATH[,PATH...]")
         self.paths = [str(p) for p in resolve_paths(paths)]
@@ -179,7 +179,7 @@ class EmbeddedEndpoint:
 
     async def select(self, query: str) -> SelectResult:
         """The answer, computed in a worker thread; a 1-hop template query (it has a VALUES block) runs
-        inline while such queries take under `inline_below` seconds on average: handing a 0.1 ms query
+        inline while such queries take under `inline_below` seconds (3 ms) on average: handing a 0.1 ms query
         to a thread costs more than running it (the thread hop measured 0.2-0.5 ms on a busy 2-core machine)."""
         if self._closed:
             raise Closed(f"{self.name} is closed: open a new KG")
