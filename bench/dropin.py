@@ -2,13 +2,14 @@
 
 ToG's exploration loop (`tog_explore` in bench/tog_pattern.py: ToG's five verbatim strings, one
 blocking `SPARQLWrapper(url).query().convert()` per entity, relation and candidate, sequentially) runs
-four ways in one process, against the same server, interleaved, `--repeat` times:
+four ways in one process, against the same server, interleaved (the order rotates), `--repeat` times:
 
 - genuine:   `from SPARQLWrapper import SPARQLWrapper` (urllib, a new connection per query, no cache)
 - cold:      `from kgfed.engine.sync import SPARQLWrapper` with an empty cache directory
 - warm:      the same, again, on the cache the cold run filled
 - cache off: the drop-in with `cache=False` (kgfed's client, nothing stored)
 
+"Cold" is an empty cache whose directory exists (its one-off SQLite set-up is not timed).
 The drop-in is put in exactly as a user would: ToG's loop imports `SPARQLWrapper` from the
 `SPARQLWrapper` package, and that one name is swapped for the run. Every way must explore the same
 entities (checked). Reported: median wall seconds, milliseconds per query, requests sent, and the
@@ -81,12 +82,17 @@ def measure(url: str, topics: list[list[str]], width: int, depth: int, repeat: i
     cpus: dict[str, list[float]] = {w: [] for w in ways}
     sent: dict[str, list[int]] = {w: [] for w in ways}
     queries, reference = 0, None
-    tog_explore(url, topics, width, depth, False)  # one unmeasured pass: Virtuoso's buffers are warm for everyone
-    for _ in range(repeat):
+    tog_explore(url, topics, width, depth, False)  # unmeasured passes: Virtuoso's buffers are warm for everyone,
+    run_once(url, topics, width, depth, drop_in(cache=False))  # and the drop-in's client exists (once per thread)
+    blocks = [["genuine"], ["cold", "warm"], ["cache off"]]
+    for i in range(repeat):
         with tempfile.TemporaryDirectory() as cache_dir:
             runs = {"genuine": genuine_package.Wrapper.SPARQLWrapper, "cold": drop_in(cache_dir=cache_dir),
                     "warm": drop_in(cache_dir=cache_dir), "cache off": drop_in(cache=False)}
-            for way, cls in runs.items():
+            order = [way for block in blocks[i % 3:] + blocks[:i % 3] for way in block]  # no way always first
+            sync._runtime().cache(sync._cache_directory(cache_dir))  # created (one-off SQLite set-up) untimed, empty
+            for way in order:
+                cls = runs[way]
                 wall, cpu, queries, explored, requests = run_once(url, topics, width, depth, cls)
                 reference = reference or explored
                 assert explored == reference, f"{way} explored other entities than the genuine library"

@@ -47,6 +47,7 @@ import hashlib
 import http.client
 import io
 import json
+import marshal
 import os
 import queue
 import threading
@@ -83,7 +84,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-CACHE_VERSION = "raw-v1"  # part of every key: a change of what is stored never reads old entries
+CACHE_VERSION = "raw-v2"  # part of every key: a change of what is stored never reads old entries
 _SPARQL_JSON_TYPES = tuple(_wrapper._SPARQL_JSON)
 _TERM_TYPES = frozenset({"uri", "literal", "typed-literal", "bnode", "triple"})
 
@@ -245,11 +246,17 @@ def complete_document(body: bytes, query_type: str) -> bool:
         for row in results["bindings"])
 
 
-class _RawCache:
-    """diskcache of raw answers; `put` only queues, a writer thread validates and stores in batches.
+Entry = tuple[int, list[tuple[str, str]], bytes]  # status, headers, body: what the server sent
 
-    The writer waits up to `linger` seconds (or `batch_size` answers) after the first queued answer,
-    so a run pays one SQLite transaction per batch instead of one per answer.
+
+class _RawCache:
+    """diskcache of raw answers: checked and encoded by the caller, stored by a writer thread in batches.
+
+    `put` validates the body on the caller's thread (a SPARQL-JSON parse, as `convert()` does) and
+    queues it as compact bytes (`marshal`, stored by SQLite as they are); the writer waits up to
+    `linger` seconds (or `batch_size` answers) after the first queued answer, so a run pays one
+    transaction per batch, and it holds the GIL only between SQLite calls. A queued answer is served
+    to a repeat at once.
     """
 
     linger, batch_size = 0.05, 512
@@ -260,42 +267,55 @@ class _RawCache:
         self.directory = directory
         self._cache = diskcache.Cache(str(directory))
         self._queue: queue.Queue = queue.Queue()
-        self._pending: dict[str, tuple[tuple[int, list[tuple[str, str]], bytes], str]] = {}
+        self._pending: dict[str, bytes] = {}
         self._writer = threading.Thread(target=self._write_loop, name="kgfed-sync-cache", daemon=True)
         self._writer.start()
 
-    def get(self, key: str) -> tuple[int, list[tuple[str, str]], bytes] | None:
-        pending = self._pending.get(key)  # queued, not yet written: served once it checks out
-        if pending is not None and complete_document(pending[0][2], pending[1]):
-            return pending[0]
-        return self._cache.get(key)
+    def get(self, key: str) -> Entry | None:
+        blob = self._pending.get(key)
+        if blob is None:
+            blob = self._cache.get(key)
+        if not isinstance(blob, bytes):
+            return None
+        try:
+            status, headers, body = marshal.loads(blob)
+        except (ValueError, EOFError, TypeError):  # another layout or a damaged value: a miss
+            return None
+        return status, headers, body
 
-    def put(self, key: str, entry: tuple[int, list[tuple[str, str]], bytes], query_type: str) -> None:
-        self._pending[key] = (entry, query_type)
-        self._queue.put((key, entry, query_type))
+    def put(self, key: str, entry: Entry, query_type: str) -> bool:
+        """Queue `entry` if its body is a complete document of the query's form; False when refused."""
+        if not complete_document(entry[2], query_type):
+            return False
+        blob = marshal.dumps(entry)
+        self._pending[key] = blob
+        self._queue.put((key, blob))
+        return True
 
     def _write_loop(self) -> None:
         while True:
             batch = [self._queue.get()]
-            deadline = time.monotonic() + self.linger
+            if batch[0] is not None:
+                time.sleep(self.linger)  # sleeping, not waiting on the queue: later puts wake nobody
             while batch[-1] is not None and len(batch) < self.batch_size:  # gather: one transaction per batch
                 try:
-                    batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
+                    batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            items = [item for item in batch if item is not None and complete_document(item[1][2], item[2])]
+            items = [item for item in batch if item is not None]
             try:
                 if items:
                     with self._cache.transact():
-                        for key, entry, _ in items:
-                            self._cache.set(key, entry)
+                        for key, blob in items:
+                            self._cache.set(key, blob)
             except Exception as exc:  # noqa: BLE001 - a full disk must not stop the answers
                 warnings.warn(f"kgfed: the drop-in's cache in {self.directory} could not store {len(items)} answers "
                               f"({exc}); answers are still returned, free space or set KGFED_NO_CACHE=1", RuntimeWarning)
             finally:
-                for item in batch:
-                    if item is not None and self._pending.get(item[0], (None,))[0] is item[1]:
-                        del self._pending[item[0]]
+                for key, blob in items:
+                    if self._pending.get(key) is blob:
+                        del self._pending[key]
+                for _ in batch:
                     self._queue.task_done()
             if None in batch:
                 return
@@ -660,7 +680,7 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
                 status, stored_headers, stored_body = hit
                 return _Response(url, status, stored_headers, stored_body), self.returnFormat
         response = self._send(runtime, method, url, body, headers)
-        answer_headers = list(response.headers.items())
+        answer_headers = [(str(k), str(v)) for k, v in response.headers.items()]
         _raise_for_status(url, response.status, response.headers, response.body)
         content_type = response.headers.get("Content-Type", "")
         if (cache is not None and response.status == 200 and any(t in content_type for t in _SPARQL_JSON_TYPES)
