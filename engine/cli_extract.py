@@ -118,7 +118,12 @@ async def cmd_extract(args: argparse.Namespace) -> int:
               f"{run['seconds']} s; capped relations {c['capped_relations']} in {c['questions_capped']} questions, "
               f"node budget hit {c['questions_node_budget_hit']}, questions with a topic absent "
               f"{c['questions_missing_topics']}; per question: {args.out}.questions.jsonl", file=sys.stderr)
-    return 0
+    run = sidecar["run"]
+    if run["failed"]:
+        first = next(iter(run["failures"].items()))
+        print(f"kgfed: error: {run['failed']} question(s) failed and were not extracted (first: {first[0]}: {first[1]}); "
+              "run again to retry them", file=sys.stderr)
+    return 1 if run["failed"] else 0
 
 
 # -- extract-check (reads gold: the separate step) ------------------------------------------------------

@@ -51,6 +51,7 @@ from ..sparql.results import SelectResult, Term
 XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 _IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 FORMAT_VERSION = 1
+MAX_FAILURES_BEFORE_SUCCESS = 10  # a run whose first questions all fail is a broken setup, not bad luck
 
 # Relations whose objects are types: kept outgoing, never followed backwards, objects not expanded.
 FREEBASE_TYPES = ("type.object.type", "common.topic.notable_types")
@@ -550,11 +551,22 @@ async def extract(kg, topics: Sequence[Topics], out: str | os.PathLike, *, hops:
     stats_before = kg.stats
     limit = asyncio.Semaphore(parallel)
     interrupted = False
+    new = 0
+    failures: dict[str, str] = {}
 
     async def one(t: Topics, bar: Bar) -> None:
-        async with limit:
-            fetched = await extractor.question(t)
+        nonlocal new
+        try:
+            async with limit:
+                fetched = await extractor.question(t)
+        except KgfedError as exc:  # not journaled: the next run retries it
+            failures[t.id] = str(exc).splitlines()[0]
+            if not new and len(failures) >= MAX_FAILURES_BEFORE_SUCCESS:
+                raise KgfedError(f"the first {len(failures)} questions all failed (first: {next(iter(failures.values()))}): "
+                                 "check the endpoint with kgfed doctor and run again") from None
+            return
         journal.add(fetched)
+        new += 1
         bar.add(fetched.report)
 
     try:
@@ -567,8 +579,8 @@ async def extract(kg, topics: Sequence[Topics], out: str | os.PathLike, *, hops:
         stats = kg.stats
         extra = {"topics_file": str(topics_file) if topics_file else None,
                  "topics_sha256": _sha256(Path(topics_file)) if topics_file and Path(topics_file).is_file() else None,
-                 "run": {"new_questions": len(journal.reports) - (len(topics) - len(todo)), "interrupted": interrupted,
-                         "seconds": round(time.perf_counter() - started, 3),
+                 "run": {"new_questions": new, "failed": len(failures), "failures": dict(list(failures.items())[:20]),
+                         "interrupted": interrupted, "seconds": round(time.perf_counter() - started, 3),
                          **{k: stats.get(k, 0) - stats_before.get(k, 0) for k in ("queries", "cache_hits", "sent")}}}
         sidecar = journal.finalize(extra)
         if interrupted:

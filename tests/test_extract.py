@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -248,3 +249,40 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert "--hops" in (err := capsys.readouterr().err) and "1" in err and err.count("\n") == 1
     assert main(["extract-check", str(questions), "--kg", str(tmp_path / "none.nt")]) == 2
     assert "run kgfed extract first" in capsys.readouterr().err
+
+
+# -- failures: one question's endpoint error does not stop the others ------------------------------------------
+async def test_a_failing_question_is_reported_and_retried_on_the_next_run(tmp_path):
+    from aiohttp import web
+
+    from . import httpfaults as hf
+
+    broken = {"on": True}
+
+    async def answer(request):
+        query = (dict(await request.post()) if request.method == "POST" else dict(request.query)).get("query", "")
+        if broken["on"] and "m.0bad" in query:
+            return web.Response(status=400, text="Virtuoso 37000 Error SP030: simulated failure")
+        head = re.search(r"SELECT(.*?)WHERE", query, re.S)  # an empty answer with the variables asked for
+        names = list(dict.fromkeys(re.findall(r"\?(\w+)", head.group(1) if head else "")))
+        return web.Response(body=json.dumps({"head": {"vars": names}, "results": {"bindings": []}}),
+                            content_type="application/sparql-results+json")
+
+    server = hf.FaultServer([answer])
+    runner = await hf.start(server)
+    topics = [Topics("good", ("m.0good",)), Topics("bad", ("m.0bad",)), Topics("also", ("m.0also",))]
+    out = tmp_path / "x.nt"
+    try:
+        first = await extract_file(server.url, topics, out, hops=1)
+        assert first["run"]["failed"] == 1 and "HTTP 400" in first["run"]["failures"]["bad"]
+        assert first["counts"]["questions"] == 2 and first["run"]["new_questions"] == 2
+        reports = {json.loads(line)["id"]: json.loads(line) for line in Path(f"{out}.questions.jsonl").read_text().splitlines()}
+        assert set(reports) == {"good", "also"} and reports["good"]["missing_topics"] == ["m.0good"]
+        broken["on"] = False
+        second = await extract_file(server.url, topics, out, hops=1)
+        assert second["run"]["failed"] == 0 and second["run"]["new_questions"] == 1 and second["counts"]["questions"] == 3
+        broken["on"] = True  # new ids: the answers of the healed server are cached for m.0bad
+        with pytest.raises(KgfedError, match="the first 10 questions all failed.*kgfed doctor"):
+            await extract_file(server.url, [Topics(f"b{i}", (f"m.0bad{i}",)) for i in range(12)], tmp_path / "y.nt", hops=1)
+    finally:
+        await runner.cleanup()
