@@ -16,9 +16,11 @@ How it stays faithful: the twin subclasses the genuine `SPARQLWrapper` and repla
 `_query()`, the step that sends the request the genuine library built (`_createRequest()`: the same
 URL, parameters, `default-graph-uri`/`named-graph-uri`, method, Accept, custom headers, BASIC
 credentials). The genuine `QueryResult.convert()` then reads the server's bytes, so `convert()` is the
-genuine library's for the same server, whatever the format. `setTimeout` bounds the whole call,
-retries included. SPARQL Update and DIGEST authentication go through the genuine library's own
-urllib path (uncached: an update is never retried or replayed).
+genuine library's for the same server, whatever the format. `setTimeout` is a socket timeout on
+each wait, as urllib's. SPARQL Update and DIGEST authentication go through the genuine library's own
+urllib path (uncached: an update is never retried or replayed). Each calling thread drives its own
+loop and client (`http.client`, kept alive) with no hand-off per query; the per-host cap and 429
+pauses are shared by all threads.
 
 The cache keeps the server's raw SPARQL-JSON body verbatim (never a re-serialised result) for SELECT
 and ASK asked with `setReturnFormat(JSON)`; a body is stored only when it is a complete, well-formed
@@ -26,7 +28,7 @@ document of the query's form (Virtuoso's `X-SQL-State: S1TAT` anytime answers an
 `X-SPARQL-MaxRows` never are). Other formats are sent uncached. The key is the exact request
 (endpoint URL, query text, parameters and graphs, method, body, Accept and custom headers), so two
 different requests never share an entry. Writes happen on a background thread in batched
-transactions, off the caller's path. Switch the cache off with `SPARQLWrapper(url, cache=False)` or
+transactions, off the caller's path (the caller only checks and queues the body). Switch the cache off with `SPARQLWrapper(url, cache=False)` or
 `KGFED_NO_CACHE=1`; move it with `cache_dir=` or `KGFED_CACHE_DIR` (entries live in
 `$KGFED_CACHE_DIR/sparqlwrapper`, default `~/.cache/kgfed/sparqlwrapper`).
 
