@@ -7,7 +7,7 @@ TORCH   := torch==2.13.0   # the local CPU wheel; a plain `torch` pulls a multi-
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-fast bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -29,6 +29,10 @@ demo: $(VENV)/.core
 
 test: $(VENV)/.dev
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# the suite without the slow parts: Virtuoso servers, the embedding model, the README examples
+test-fast: $(VENV)/.dev
+	$(BIN)/python -m pytest -q -m "not slow and not virtuoso and not embeddings" $(PYTEST_ARGS)
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench.tog_pattern
