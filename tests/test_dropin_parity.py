@@ -433,16 +433,24 @@ def test_sparqlwrapper2_bindings_through_the_drop_in(oxigraph_freebase, tmp_path
 
 
 def test_a_process_using_the_drop_in_exits_without_unclosed_session_warnings(oxigraph_freebase, tmp_path):
-    script = (
-        "import warnings, gc; warnings.simplefilter('always')\n"
+    script = (  # the caller's own loop, a worker thread's, and the background loop (inside asyncio.run)
+        "import asyncio, atexit, gc, socket, threading, warnings; warnings.simplefilter('always')\n"
+        "def left_open():  # registered first, so it runs after the drop-in's own exit handler\n"
+        "    import aiohttp; gc.collect(); objects = gc.get_objects()\n"
+        "    sessions = [o for o in objects if isinstance(o, aiohttp.ClientSession) and not o.closed]\n"
+        "    sockets = [o for o in objects if isinstance(o, socket.socket) and o.fileno() != -1]\n"
+        "    print('left open:', len(sessions), len(sockets))\n"
+        "atexit.register(left_open)\n"
         "from kgfed.engine.sync import SPARQLWrapper, JSON\n"
         f"s = SPARQLWrapper({oxigraph_freebase.url!r}); s.setQuery('ASK {{ ?s ?p ?o }}'); s.setReturnFormat(JSON)\n"
-        "print(s.query().convert()['boolean'])\n"
+        "t = threading.Thread(target=lambda: s.query().convert()); t.start(); t.join()\n"
+        "async def main(): return s.query().convert()['boolean']\n"
+        "print(s.query().convert()['boolean'], asyncio.run(main()))\n"
     )
     env = {**os.environ, "KGFED_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-X", "dev", "-c", script], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "True"
+    assert done.stdout.splitlines() == ["True True", "left open: 0 0"]
     assert "Unclosed" not in done.stderr and "unclosed" not in done.stderr.lower(), done.stderr
 
 
