@@ -226,3 +226,17 @@ def test_cli_handler(tmp_path, capsys):
     args = parser.parse_args(["evaluate", str(path), "-q", str(questions), "--compare", str(path)])
     assert asyncio.run(handlers["evaluate"](args)) == 0
     assert "only A: 0  only B: 0" in capsys.readouterr().out
+
+
+def test_null_answer_is_scored_as_togs_eval_does():
+    """ToG's eval.py: `{NULL}` adds to neither right nor error but stays in the denominator. On GrailQA,
+    whose gold can be the literal name "null", containment would otherwise make it a hit."""
+    questions = [Question("g1", "Which film has no sequel?", answers=["null"], meta={"type": "grailqa"}, dataset="grailqa"),
+                 Question("g2", "Capital of France?", answers=["Paris"], meta={"type": "grailqa"}, dataset="grailqa")]
+    predictions = [Prediction("Which film has no sequel?", "{NULL}", "g1"), Prediction("Capital of France?", "{Paris}", "g2")]
+    report = evaluate(predictions, questions)
+    assert [(o.id, o.tog, o.strict, o.null) for o in report.outcomes] == [("g1", False, False, True), ("g2", True, True, False)]
+    data = report.to_json()
+    assert (data["n"], data["hits"], data["null"], data["hits@1"]) == (2, 1, 1, 0.5)
+    assert Prediction("q", "{NULL}").null and not Prediction("q", "NULL").null and not Prediction("q", "{null}").null
+    assert not Prediction("q", "{NULL}", format="tog2").null  # ToG-2's eval has no such rule
