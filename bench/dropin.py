@@ -140,6 +140,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(markdown(row))
     print(f"\n{row['queries']} queries per run, {args.repeat} runs each; cold / genuine = {row['cold_vs_genuine']} "
           f"(median of paired ratios {row['paired_cold_vs_genuine']}; cache off {row['paired_off_vs_genuine']})")
+    verdict = "yes" if row["paired_cold_vs_genuine"] <= 1.0 else "NO (rerun at lower load, or more --repeat)"
+    print(f"cold drop-in not slower than the genuine library: {verdict}")
     return row
 
 
