@@ -159,6 +159,9 @@ async def _reachable(report: Report, endpoint, http) -> bool:
     if software.lower() == "unknown" and "qlever" in http.url.lower():
         software, detail = "QLever", "QLever (by its URL; no Server header)"
     report.add("server", "ok", detail, software=software)
+    if software.lower() == "virtuoso" and not http.default_graph and "default-graph-uri" not in http.url:
+        report.add("graph", "warn", "no default graph: queries see every graph, Virtuoso's own system triples included "
+                   "(ToG's setup loads Freebase into http://freebase.com: add --graph http://freebase.com)")
     return True
 
 

@@ -128,6 +128,7 @@ async def test_virtuoso_row_cap_and_anytime_partial_answers(virtuoso_freebase):
     assert found["row cap"]["row_cap"] == 10_000 and found["row cap"]["status"] == "warn"
     assert found["partial answers"]["anytime"] is True and "S1TAT" in found["partial answers"]["detail"]
     assert found["size"]["triples"] == 24_985
+    assert "graph" not in found  # the graph was given
 
 
 @pytest.mark.virtuoso
@@ -136,3 +137,5 @@ async def test_virtuoso_without_the_graph_misses_the_probes(virtuoso_freebase):
                                     dialect="freebase", no_size=True))
     assert not report["fit"]
     assert "try --graph" in checks(report)["dialect"]["detail"]
+    whole = await diagnose(options(virtuoso_freebase.url, dialect="freebase", no_size=True))
+    assert whole["fit"] and "add --graph http://freebase.com" in checks(whole)["graph"]["detail"]
