@@ -199,12 +199,13 @@ def test_unknown_method_parameter_is_an_error(capsys):
 
 # -- runs and evaluation: exit codes and answers that mean something ----------------------------------------
 class Flaky(Method):
-    """Fails on demo questions whose id ends in an odd digit; finds nothing for the rest (an empty answer)."""
+    """Waits `delay` seconds, then fails on the "…born?" questions and finds nothing for the rest (an empty answer)."""
 
     name = "flaky"
 
     async def _answer(self, question: str, topics) -> Result:
-        if self.params.get("fail_all") or question.endswith("born?"):
+        await asyncio.sleep(float(self.params.get("delay", 0)))
+        if question.endswith("born?"):
             raise KgfedError("asked to fail")
         return Result(question, "")
 
@@ -242,10 +243,10 @@ def test_core_install_names_the_extra(capsys, monkeypatch, tmp_path):
 def test_ctrl_c_during_start_up_is_prompt_and_said_once(tmp_path):
     out = tmp_path / "p.jsonl"
     argv = ["run", str(need(CWQ_QUESTIONS)), "--method", f"{HERE}:Flaky", "--kg", "freebase", "--endpoint",
-            f"freebase=file:{CWQ_NT}", "--out", str(out), "--cache-dir", str(tmp_path / "c"), "--param", "fail_all=true"]
+            f"freebase=file:{CWQ_NT}", "--out", str(out), "--cache-dir", str(tmp_path / "c"), "--param", "delay=60"]
     proc = subprocess.Popen([sys.executable, "-m", "kgfed.engine.cli", *argv], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    time.sleep(0.8)  # still importing and loading the store
+    time.sleep(2)  # starting: importing, loading the store, the first questions waiting
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
