@@ -292,7 +292,7 @@ class CachedEndpoint:
     """Wraps an endpoint with answer validation, the response cache, in-flight sharing and an offline switch.
 
     `max_age` (seconds; default: the endpoint's own `max_age`, None = never stale) bounds how old a
-    served entry may be; `refresh=True` re-fetches each answer once this run; `validate_retries`
+    served entry may be (not when `offline`: a replay serves what was kept, however old); `refresh=True` re-fetches each answer once this run; `validate_retries`
     bounds how often a wrong-shape answer is asked again before `UnexpectedAnswer` is raised.
     """
 
@@ -373,7 +373,7 @@ class CachedEndpoint:
         self.stats["queries"] += 1
         charge("sparql_queries")
         if self.cache is not None and (not self.refresh or key in self._refreshed):
-            hit = self.cache.get(key, max_age=self.max_age)
+            hit = self.cache.get(key, max_age=None if self.offline else self.max_age)  # offline: what is kept is all there is
             if hit is not None:
                 self.stats["cache_hits"] += 1
                 charge("cache_hits")

@@ -159,6 +159,9 @@ async def test_entries_know_when_and_where_and_max_age_refetches(tmp_path):
     stale = CachedEndpoint(endpoint, cache, max_age=0)
     await stale.select(query)
     assert fresh.stats["cache_hits"] == 1 and stale.stats["cache_hits"] == 0 and stale.stats["sent"] == 1
+    offline = CachedEndpoint(endpoint, cache, max_age=0, offline=True)  # a replay serves what was kept
+    await offline.select(query)
+    assert offline.stats["cache_hits"] == 1
     refresh = CachedEndpoint(endpoint, cache, refresh=True)
     await refresh.select(query)
     await refresh.select(query)  # re-fetched once per run, then served from the new entry
