@@ -27,7 +27,7 @@ from ..endpoints.client import DEFAULT_USER_AGENT, POLITE_HOSTS, HttpClient
 from ..endpoints.profiles import resolve_endpoint
 from ..sparql import terms
 from ..sparql.dialects import COMPOUND_SEP, DIRECTIONS, Dialect, FreebaseDialect, RelationFilter, WikidataDialect, check_direction
-from ..sparql.errors import Closed, InvalidIdentifier, KgfedError
+from ..sparql.errors import Closed, InvalidIdentifier
 from ..sparql.results import SelectResult, Term
 from .model import Answer, AnswerMap, Edge, Hit, Label, Relation, mark
 
@@ -39,6 +39,10 @@ _LOCAL_HOSTS = ("127.", "localhost", "[::1]", "0.0.0.0")
 def default_max_age(endpoint: Endpoint, dialect: Dialect) -> float | None:
     """A week for live public Wikidata endpoints (WDQS, QLever-Wikidata); None (never stale) for fixed
     dumps: files, Freebase (frozen since 2016), and servers on this machine."""
+    parts = getattr(endpoint, "parts", None)  # a composite (wikidata-full): live if any part is
+    if parts:
+        ages = [default_max_age(part, dialect) for part in parts]
+        return min((a for a in ages if a is not None), default=None)
     url = getattr(endpoint, "url", None) or getattr(endpoint, "name", "")
     if not isinstance(dialect, WikidataDialect) or not str(url).startswith(("http://", "https://")):
         return None

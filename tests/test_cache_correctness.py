@@ -192,7 +192,7 @@ async def test_a_changed_file_never_serves_old_entries(tmp_path):
     assert await label() == ["Douglas Adamz", 0]
 
 
-def test_default_max_age_is_a_week_for_live_wikidata_and_none_for_dumps():
+async def test_default_max_age_is_a_week_for_live_wikidata_and_none_for_dumps():
     from kgfed.endpoints.client import HttpClient
     from kgfed.endpoints.http import HttpEndpoint
     from kgfed.sparql.dialects import FREEBASE, WIKIDATA
@@ -202,6 +202,12 @@ def test_default_max_age_is_a_week_for_live_wikidata_and_none_for_dumps():
     assert default_max_age(HttpEndpoint("https://qlever.dev/api/freebase", client), FREEBASE) is None
     assert default_max_age(HttpEndpoint("http://127.0.0.1:8890/sparql", client), WIKIDATA) is None
     assert default_max_age(EmbeddedEndpoint([DEMO_WIKIDATA]), WIKIDATA) is None
+    from kgfed.endpoints.profiles import resolve_endpoint
+
+    for spec, expected in [("wikidata-full", LIVE_MAX_AGE), ("qlever-wikidata", LIVE_MAX_AGE), ("qlever-freebase", None)]:
+        endpoint, dialect = resolve_endpoint(spec, client=client)
+        assert default_max_age(endpoint, dialect) == expected, spec
+    await client.aclose()
 
 
 async def test_the_cache_can_be_switched_off(tmp_path):
