@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sparql import terms
-from ..sparql.dialects import NS, WDT, Dialect, FreebaseDialect
+from ..sparql.dialects import NS, WDT, WIKIBASE, Dialect, FreebaseDialect
 from ..sparql.errors import InvalidIdentifier, KgfedError
 from ..sparql.results import SelectResult, Term
 
@@ -156,6 +156,7 @@ class Fetched:
     id: str
     lines: set[str] = field(default_factory=set)
     report: dict[str, Any] = field(default_factory=dict)
+    relations: set[str] = field(default_factory=set)  # relation ids on the written edges
 
 
 @dataclass
@@ -225,6 +226,8 @@ class Extractor:
             boundary = sorted(n for n in seen if n not in expanded)
             await self._types(boundary, out, report)
             found = await self._labels(sorted(seen), out)
+            if not self.freebase:
+                await self._properties(sorted(out.relations - {""}), out)
             has_edges = report.get("_has_edges", {})
             report["missing_topics"] = [t for t in valid if t not in found and not has_edges.get(t)]
         report.pop("_has_edges", None)
@@ -274,6 +277,7 @@ class Extractor:
                 line = nt_line(origin, rel, far) if direction == "out" else nt_line(far, rel, origin)
                 if line:
                     out.lines.add(line)
+                    out.relations.add(self._short(rel) or "")
                 if far.kind != "uri":
                     continue
                 far_id = self._entity(far)
@@ -336,6 +340,7 @@ class Extractor:
             for row in result.rows:
                 if {"e", "r", "x"} <= row.keys():
                     self._add(out, row["e"], row["r"], row["x"])
+                    out.relations.add(self._short(row["r"]) or "")
                     if "xlabel" in row:
                         self._add(out, row["x"], self._label, row["xlabel"])
 
@@ -356,6 +361,20 @@ class Extractor:
                 if "desc" in row and self.descriptions:
                     self._add(out, node, self._description, row["desc"])
         return named
+
+    async def _properties(self, relations: Sequence[str], out: Fetched) -> None:
+        """Wikidata: each property's `wikibase:directClaim` link and label, which the relations template
+        reads to name a relation (without them a method sees bare P-ids)."""
+        claims = [self.dialect.relation(r) for r in relations]
+        queries = [f"SELECT ?prop ?d WHERE {{\n  VALUES ?d {{ {' '.join(batch)} }}\n  ?prop <{WIKIBASE}directClaim> ?d .\n}}"
+                   for batch in _chunks(claims, self.caps.batch_size)]
+        props = set()
+        for result in await asyncio.gather(*(self.kg.select(q) for q in queries)):
+            for row in result.rows:
+                if {"prop", "d"} <= row.keys() and self._entity(row["prop"]):
+                    self._add(out, row["prop"], Term("uri", WIKIBASE + "directClaim"), row["d"])
+                    props.add(self._entity(row["prop"]))
+        await self._labels(sorted(props), out)
 
     # ---- helpers -------------------------------------------------------------------------------------
     def _add(self, out: Fetched, s: Term, p: Term, o: Term) -> None:

@@ -184,6 +184,10 @@ async def test_wikidata_type_relations_are_kept_outgoing_and_never_expanded():
         assert f'<{wd}Q42> <http://www.w3.org/2000/01/rdf-schema#label> "Douglas Adams"@en .' in fetched.lines
         assert f"<{wd}Q42> <{wdt}P106> <{wd}Q36180> ." in fetched.lines
         assert f'<{wd}Q36180> <http://www.w3.org/2000/01/rdf-schema#label> "writer"@en .' in fetched.lines
+    # the properties' directClaim links and labels, which the relations template reads to name relations
+    for fetched in (plain, typed):
+        assert f"<{wd}P106> <http://wikiba.se/ontology#directClaim> <{wdt}P106> ." in fetched.lines
+        assert f'<{wd}P106> <http://www.w3.org/2000/01/rdf-schema#label> "occupation"@en .' in fetched.lines
     # as a plain relation the writer node is expanded at hop 2 (its out-edge and up to 100 writers)
     assert any(line.startswith(writer) for line in plain.lines)
     assert sum(line.endswith(f"<{wdt}P106> <{wd}Q36180> .") for line in plain.lines) >= 100
