@@ -420,6 +420,16 @@ class Spinner:
         self._show(None)
 
 
+def _settle_embeddings() -> None:
+    """Let an encoding that Ctrl-C left running finish (seconds at most) before the process exits."""
+    embeddings = sys.modules.get(f"{__package__}.embeddings")
+    if embeddings is not None:
+        try:
+            embeddings.settle()
+        except KeyboardInterrupt:  # a second Ctrl-C: leave now
+            pass
+
+
 def _quiet_stdout() -> None:
     """After a closed pipe (`kgfed … | head`): send the rest of stdout nowhere, so exiting prints nothing."""
     try:
@@ -448,7 +458,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         with _recording_context(args), Spinner():  # a spinner whenever the embedding model loads
-            return asyncio.run(handlers[args.command](args))
+            try:
+                return asyncio.run(handlers[args.command](args))
+            finally:
+                _settle_embeddings()
     except BrokenPipeError:
         _quiet_stdout()
         return 0

@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -89,8 +91,22 @@ async def _in_daemon_thread(fn: "Callable[..., T]", *args) -> "T":
         except RuntimeError:  # the loop is closed: nobody waits any more
             pass
 
-    threading.Thread(target=work, name="kgfed-embeddings", daemon=True).start()
+    thread = threading.Thread(target=work, name="kgfed-embeddings", daemon=True)
+    _workers.add(thread)
+    thread.start()
     return await future
+
+
+_workers: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+
+
+def settle(timeout: float = 10.0) -> None:
+    """Wait (at most `timeout` s) for encodings still running in daemon threads: call before the process
+    exits, since torch aborts the process ("terminate called …") when it is torn down mid-computation.
+    A model still being imported is not waited for."""
+    deadline = time.monotonic() + timeout
+    for thread in list(_workers):
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def model_dir() -> Path:

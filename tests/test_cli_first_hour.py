@@ -285,6 +285,8 @@ def test_embedding_load_reports_start_and_end(monkeypatch, tmp_path):
     also when it fails (here: a directory that holds no model)."""
     from kgfed.engine import embeddings
 
+    with embeddings._load_lock:  # a model load an earlier test started in the background has ended
+        pass
     seen: list[bool] = []
     monkeypatch.setattr(embeddings, "on_loading", seen.append)
     with pytest.raises(Exception):
