@@ -14,6 +14,7 @@ import asyncio
 import importlib
 import json
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -111,7 +112,7 @@ def _range_for(action: argparse.Action):
         return port
     if action.type is float:
         return fraction if names & FRACTIONS else positive_float
-    if names & ZERO_ALLOWED or "0 =" in (action.help or "") or "0 to" in (action.help or ""):
+    if names & ZERO_ALLOWED or re.search(r"(?<![\d.])0 (=|to |means)", action.help or ""):  # "0 = all", "0 to omit"
         return nonnegative_int
     return positive_int
 
