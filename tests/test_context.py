@@ -169,7 +169,7 @@ def test_cli_context_on_a_jsonl_file(capsys):
 @pytest.mark.parametrize("argv,message", [
     (["--text-source", "web"], "unknown text source"),
     (["--overlap", "5"], "overlap 5 must be"),
-    (["--top-k", "0"], "--top-k must be at least 1"),
+    (["--top-k", "0"], "argument --top-k: must be >= 1, got 0"),
 ])
 def test_cli_context_bad_options_are_one_line_errors(capsys, argv, message):
     code, _, err = run(capsys, "context", "Q42", "-q", QUESTION, "--ranker", "bm25", *argv)

@@ -250,7 +250,7 @@ def test_cli_expand_table_on_the_demo_kgs(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["expand", "Q42", "--hops", "-1"], "--hops must be ≥ 0"),
+    (["expand", "Q42", "--hops", "-1"], "argument --hops: must be >= 1, got -1"),
     (["expand", "Q42", "--view", "/nonexistent-dir/x.html"], "does not exist"),
     (["expand", "<http://x>"], "invalid entity id"),
 ])
