@@ -3,8 +3,9 @@
     kgfed align m.0d3k14 --kg freebase,wikidata
     kgfed expand Q42 --kg freebase,wikidata --hops 2 --width 3 --view merged.html --dot merged.dot --json
 
-`open_kgs(args)` turns `--kg NAME[,NAME]` and repeatable `--endpoint NAME=SPEC` into named KGs (the
-demo KG of a dialect when no endpoint is given); `kgfed ask`/`run` reuse it with `add_kg_options`.
+`open_kgs(args)` turns `--kg NAME[,NAME]` and repeatable `--endpoint NAME=[DIALECT@]SPEC` into named KGs
+(the demo KG of a dialect when no endpoint is given; a `freebase@`/`wikidata@` prefix gives the dialect
+of a URL whose KG name does not); `kgfed ask`/`run` reuse it with `add_kg_options`.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..sparql.errors import KgfedError
+from ..sparql.errors import KgfedError, UnknownEndpoint
 
 DEFAULT_KGS = "freebase,wikidata"
 DIALECT_NAMES = ("freebase", "wikidata")
@@ -50,9 +51,9 @@ def register(command, add_source_options, add_cache_options) -> None:
 def add_kg_options(parser: argparse.ArgumentParser) -> None:
     """--kg NAME[,NAME] and repeatable --endpoint NAME=SPEC (what `open_kgs` reads)."""
     parser.add_argument("--kg", default=None, help=f"KGs to federate, comma-separated (default {DEFAULT_KGS}, or the --endpoint names)")
-    parser.add_argument("--endpoint", "-e", action="append", default=None, metavar="KG=SPEC",
-                        help="endpoint of one KG, repeatable: freebase=file:fb.nt, wikidata=wikidata, fb=qlever-freebase "
-                             "(default: the bundled demo KG of that dialect)")
+    parser.add_argument("--endpoint", "-e", action="append", default=None, metavar="KG=[DIALECT@]SPEC",
+                        help="endpoint of one KG, repeatable: freebase=file:fb.nt, wikidata=wikidata, fb=qlever-freebase, "
+                             "fb2=freebase@http://host:8890/sparql (default: the bundled demo KG of that dialect)")
 
 
 def add_alignment_options(parser: argparse.ArgumentParser) -> None:
@@ -62,19 +63,33 @@ def add_alignment_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--margin", type=float, default=0.05, help="SBERT lead over the runner-up needed (default 0.05)")
 
 
-def _endpoint_specs(args: argparse.Namespace, names: list[str] | None) -> dict[str, str]:
+_DIALECT_PREFIX = re.compile(r"^(freebase|wikidata)@(.+)$")
+
+
+def endpoint_choices(args: argparse.Namespace, names: list[str] | None) -> dict[str, tuple[str | None, str]]:
+    """`--endpoint NAME=[DIALECT@]SPEC` items as {name: (dialect or None, spec)}.
+
+    The dialect prefix names what the endpoint speaks when neither the KG's name nor the spec says it
+    (`fb2=freebase@http://host:8890/sparql`), so any number of KGs of either dialect can be federated.
+    """
     raw = getattr(args, "endpoint", None)
     items = [raw] if isinstance(raw, str) else list(raw or [])
-    specs: dict[str, str] = {}
+    choices: dict[str, tuple[str | None, str]] = {}
     for item in items:
         name, sep, spec = item.partition("=")
         if not sep or not spec.strip() or ":" in name or "/" in name:  # a bare spec (URLs and file: contain = rarely)
             if names is not None and len(names) == 1:
                 name, spec = names[0], item
             else:
-                raise KgfedError(f"--endpoint {item!r} names no KG: write it as KG=SPEC, e.g. --endpoint freebase=file:fb.nt")
-        specs[name.strip()] = spec.strip()
-    return specs
+                raise KgfedError(f"--endpoint {item!r} names no KG: write it as KG=[DIALECT@]SPEC, e.g. --endpoint freebase=file:fb.nt")
+        spec = spec.strip()
+        prefixed = _DIALECT_PREFIX.match(spec)
+        choices[name.strip()] = (prefixed.group(1), prefixed.group(2).strip()) if prefixed else (None, spec)
+    return choices
+
+
+def _endpoint_specs(args: argparse.Namespace, names: list[str] | None) -> dict[str, str]:
+    return {name: spec for name, (_, spec) in endpoint_choices(args, names).items()}
 
 
 def kg_names(args: argparse.Namespace) -> list[str]:
@@ -113,21 +128,30 @@ def open_kgs(args: argparse.Namespace, client=None) -> KGs:
     from .cli import open_client, open_kg
 
     names = kg_names(args)
-    specs = _endpoint_specs(args, names)
+    choices = endpoint_choices(args, names)
     kgs = KGs()
     kgs.owns_client = client is None
     kgs.client = client if client is not None else open_client(args)
     try:
         for name in names:
-            dialect = name if name in DIALECT_NAMES else None
-            spec = specs.get(name)
+            chosen, spec = choices.get(name, (None, None))
+            dialect = chosen or (name if name in DIALECT_NAMES else None)
+            if chosen and name in DIALECT_NAMES and chosen != name:
+                raise KgfedError(f"KG {name!r} cannot speak {chosen}: rename it (e.g. --kg {chosen[:2]}2 --endpoint {chosen[:2]}2={chosen}@…) "
+                                 f"or drop the {chosen}@ prefix")
             if spec is None:
                 if dialect is None:
                     raise KgfedError(f"no endpoint for KG {name!r}: add --endpoint {name}=SPEC (e.g. {name}=file:kg.nt)")
                 from .demo import default_endpoint
 
                 spec = default_endpoint(dialect)
-            kgs[name] = open_kg(args, spec, dialect, name, client=kgs.client)
+            try:
+                kgs[name] = open_kg(args, spec, dialect, name, client=kgs.client)
+            except UnknownEndpoint as exc:
+                if dialect is None and spec.startswith(("http://", "https://")):
+                    raise UnknownEndpoint(f"endpoint {spec} of KG {name!r} needs a dialect: write --endpoint "
+                                          f"{name}=freebase@{spec} or {name}=wikidata@{spec}") from None
+                raise
     except BaseException:
         import asyncio
 
