@@ -321,7 +321,7 @@ class HttpClient:
                         )
                     wait = wait if wait is not None else self._delay(attempt + 1)
                     self.pause(host, wait)
-                    log.debug("%s answered 429: pausing the host %.1f s", what, wait)
+                    log.info("%s answered 429: pausing the host %.1f s", what, wait)
                     last_error = RateLimited(f"{what} answered HTTP 429 (rate limited) {attempt + 1} times", retry_after=wait)
                     continue  # the pause above is the delay
                 if response.status in RETRY_STATUSES:
@@ -331,10 +331,13 @@ class HttpClient:
                         retryable=True,
                     )
                 else:
+                    log.debug("%s answered %d (%d bytes)", what, response.status, len(response.body))
                     return response
             if attempt < self.retries:
                 self.stats["retries"] += 1
-                await asyncio.sleep(self._delay(attempt))
+                delay = self._delay(attempt)
+                log.info("%s; retry %d of %d in %.1f s", last_error, attempt + 1, self.retries, delay)
+                await asyncio.sleep(delay)
         assert last_error is not None
         self.stats["errors"] += 1
         raise type(last_error)(f"{last_error} (gave up after {self.retries + 1} attempts)", **_error_kwargs(last_error))

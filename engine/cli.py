@@ -38,9 +38,12 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_cache_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cache-dir", help="response cache directory (default ~/.cache/kgfed, or $KGFED_CACHE_DIR)")
+    parser.add_argument("--cache-dir", help="cache root: a directory (default $KGFED_CACHE_DIR, else ~/.cache/kgfed) "
+                        "or redis://HOST:PORT/DB to share answers between machines")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     parser.add_argument("--offline", action="store_true", help="answer only from the cache; a miss is an error")
+    parser.add_argument("--verbose", "-v", action="count", default=0,
+                        help="log on stderr: -v retries, 429 pauses and warnings; -vv every request and cache hit")
     parser.add_argument("--record", metavar="CASSETTE", help="record HTTP to a vcrpy cassette (replayed when it exists)")
     parser.add_argument("--replay", metavar="CASSETTE", help="replay HTTP from a vcrpy cassette only (never the network)")
     parser.add_argument("--user-agent", help="the whole User-Agent for HTTP (default kgfed/VERSION (CONTACT) aiohttp/VERSION)")
@@ -447,6 +450,23 @@ def _hint(args: argparse.Namespace, message: str) -> str:
     return message
 
 
+def configure_logging(verbosity: int) -> None:
+    """`-v`: kgfed's INFO lines (retries, 429 pauses, warnings) on stderr; `-vv`: DEBUG (every request,
+    cache hit and miss). The library itself only logs; nothing is printed unless a command asks here."""
+    if not verbosity:
+        return
+    import logging
+
+    logger = logging.getLogger("kgfed")
+    if not any(getattr(h, "_kgfed", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("kgfed: %(levelname)s %(name)s: %(message)s"))
+        handler._kgfed = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO)
+    logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     parser, handlers = build_parser()
@@ -457,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 2
+    configure_logging(getattr(args, "verbose", 0))
     try:
         with _recording_context(args), Spinner():  # a spinner whenever the embedding model loads
             try:
