@@ -1,4 +1,4 @@
-"""Persistent response cache (diskcache) and in-flight de-duplication around any `Endpoint`.
+"""Persistent response cache (diskcache or Redis, see `cache.root`) and in-flight de-duplication around any `Endpoint`.
 
 What it promises:
 
@@ -12,10 +12,11 @@ What it promises:
   answer raises `UnexpectedAnswer` after a bounded number of re-tries, a partial one is never stored.
 - **Freshness is known.** An entry records when and from which endpoint it came; `max_age` (per
   endpoint) turns older entries into misses, `refresh=True` re-fetches every answer once per run.
-- **The loop never waits on SQLite commits.** Entries are stored as compact marshalled rows (not the
+- **The loop never waits on commits.** Entries are stored as compact marshalled rows (not the
   SPARQL-JSON document, so a hit is not re-parsed), read inline (WAL readers never wait for writers;
-  a few tens of µs) and written by one writer thread in batched transactions, flushed on `flush()`,
-  `close()` and at exit. A killed process loses at most the unflushed batch; SQLite never corrupts.
+  a few tens of µs; a Redis GET on loopback about as much) and written by one writer thread in batched
+  transactions (SQLite) or MULTI/EXEC pipelines (Redis), flushed on `flush()`, `close()` and at exit.
+  A killed process loses at most the unflushed batch; a batch lands whole or not at all.
 - **Cancellation is per caller.** Callers asking the same query at once share one request; a caller
   that is cancelled leaves the others waiting, and the request is cancelled only when no one is left.
 """
@@ -36,14 +37,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-import diskcache
-
 from ..endpoints.base import Endpoint
 from .costs import charge
+from .root import CacheSpec, Store, open_store
 from ..sparql.errors import Closed, OfflineMiss, PartialResult, UnexpectedAnswer
 from ..sparql.results import Expect, SelectResult, Term, check_answer, check_query_text
 
-DEFAULT_CACHE_DIR = Path(os.environ.get("KGFED_CACHE_DIR", Path.home() / ".cache" / "kgfed"))
+DEFAULT_CACHE_DIR = Path(CacheSpec.of(None).location)  # kept for old imports; the root is `cache.root`
 FORMAT = 2  # entry layout version; part of the key, so other layouts are never read
 _NEW_TERM = tuple.__new__
 
@@ -129,16 +129,20 @@ def _flush_all() -> None:  # pragma: no cover - exercised by the killed/exiting 
 
 
 class ResponseCache:
-    """A diskcache store of answers, safe to share across processes; writes go through one writer thread.
+    """The `responses` store of a cache root, safe to share across processes (and, on Redis, machines);
+    writes go through one writer thread.
 
-    `memory` decoded entries are kept in process (a repeated hit costs a dict lookup). Results handed
-    out are shared: treat them as read-only.
+    `root`: a `CacheSpec`, a directory (answers in `ROOT/responses`) or `redis://HOST:PORT/DB`; None is
+    `$KGFED_CACHE_DIR` or `~/.cache/kgfed`. `memory` decoded entries are kept in process (a repeated hit
+    costs a dict lookup). Results handed out are shared: treat them as read-only.
     """
 
-    def __init__(self, directory: str | os.PathLike | None = None, *, size_limit: int = 2**32,
+    def __init__(self, root: CacheSpec | str | os.PathLike | None = None, *, size_limit: int = 2**32,
                  batch: int = 512, linger: float = 0.05, memory: int = 4096):
-        self.directory = Path(directory) if directory else DEFAULT_CACHE_DIR / "responses"
-        self._cache = diskcache.Cache(str(self.directory), size_limit=size_limit)
+        self.spec = CacheSpec.of(root)
+        self._store: Store = open_store(self.spec, "responses", size_limit=size_limit)
+        self.directory = Path(self._store.location) if self.spec.backend == "disk" else None
+        self.location = self._store.location
         self._batch = batch
         self._linger = linger
         self._memory: OrderedDict[str, Entry] = OrderedDict()
@@ -165,7 +169,7 @@ class ResponseCache:
             return found
         blob = self._pending.get(key)
         if blob is None:
-            blob = self._cache.get(key)
+            blob = self._store.get(key)
             if blob is None:
                 return None
         found = decode(blob) if isinstance(blob, bytes) else None
@@ -191,7 +195,7 @@ class ResponseCache:
         if result.partial:
             return
         if self._closed:
-            raise Closed(f"the response cache at {self.directory} is closed: open a new ResponseCache")
+            raise Closed(f"the response cache at {self.location} is closed: open a new ResponseCache")
         created = time.time()
         blob = encode(result, source, created)
         self._remember(key, Entry(created, source, result))
@@ -214,7 +218,7 @@ class ResponseCache:
             time.sleep(self._linger)  # let a burst of answers join one transaction
             try:
                 self._drain()
-            except Exception as exc:  # a full disk, a locked database: keep serving, say so in stats
+            except Exception as exc:  # a full disk, a locked database, Redis gone: keep serving, say so in stats
                 self.stats["write_errors"] += 1
                 self.last_error = f"{exc.__class__.__name__}: {exc}"
                 time.sleep(1.0)
@@ -227,9 +231,7 @@ class ResponseCache:
                 if not batch:
                     return
                 started = time.perf_counter()
-                with self._cache.transact():
-                    for key, blob in batch:
-                        self._cache.set(key, blob)
+                self._store.set_many(batch)  # one transaction / one MULTI-EXEC: whole or nothing
                 self.stats["commit_seconds"] += time.perf_counter() - started
                 self.stats["written"] += len(batch)
                 self.stats["transactions"] += 1
@@ -246,21 +248,21 @@ class ResponseCache:
     def delete(self, key: str) -> None:
         self.flush()
         self._memory.pop(key, None)
-        self._cache.delete(key)
+        self._store.delete(key)
 
     # -- housekeeping ----------------------------------------------------------------------------
     def __len__(self) -> int:
         self.flush()
-        return len(self._cache)
+        return len(self._store)
 
     def keys(self) -> list[str]:
         self.flush()
-        return list(self._cache.iterkeys())
+        return list(self._store.keys())
 
     def clear(self) -> None:
         self.flush()
         self._memory.clear()
-        self._cache.clear()
+        self._store.clear()
 
     def close(self) -> None:
         """Flush, stop the writer and release the database (idempotent)."""
@@ -273,7 +275,7 @@ class ResponseCache:
         if self._writer is not None:
             self._writer.join(5)
         self.flush()
-        self._cache.close()
+        self._store.close()
         _OPEN.discard(self)
 
 

@@ -119,12 +119,21 @@ def _canonical(title: str) -> str:
 
 # -- cache -----------------------------------------------------------------------------------------
 class JsonCache:
-    """A diskcache of decoded JSON answers keyed by URL + parameters (`maxlag` ignored)."""
+    """Decoded JSON answers keyed by URL + parameters (`maxlag` ignored).
 
-    def __init__(self, directory: str | os.PathLike | None = None, *, size_limit: int = 2**31):
-        base = Path(os.environ.get("KGFED_CACHE_DIR", Path.home() / ".cache" / "kgfed"))
-        self.directory = Path(directory) if directory else base / "wikipedia"
-        self._cache = diskcache.Cache(str(self.directory), size_limit=size_limit)
+    `store`: any string -> bytes store with `get`/`set`/`close` (the engine passes the cache root's
+    `text` store, `kgfed.cache.root.open_store(spec, "text")`: a directory or Redis); else a diskcache in
+    `directory`. With neither, `~/.cache/kgfed/wikipedia` (`open_text_source` honours `--cache-dir` and
+    `$KGFED_CACHE_DIR`; this layer reads no configuration).
+    """
+
+    def __init__(self, directory: str | os.PathLike | None = None, *, size_limit: int = 2**31, store: Any = None):
+        if store is None:
+            self.directory = Path(directory) if directory else Path.home() / ".cache" / "kgfed" / "wikipedia"
+            store = diskcache.Cache(str(self.directory), size_limit=size_limit)
+        else:
+            self.directory = getattr(store, "directory", None)
+        self._cache = store
 
     @staticmethod
     def key(url: str, params: Mapping[str, str] | None) -> str:
@@ -136,7 +145,7 @@ class JsonCache:
         return None if raw is None else json.loads(raw)
 
     def set(self, key: str, doc: Any) -> None:
-        self._cache.set(key, json.dumps(doc, separators=(",", ":"), ensure_ascii=False))
+        self._cache.set(key, json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
     def __len__(self) -> int:
         return len(self._cache)

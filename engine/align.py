@@ -14,7 +14,8 @@ Methods, tried in this order for every id that is still unaligned:
   the best candidate must reach ``threshold`` and lead the runner-up by ``margin``; in pools the
   match must also be mutual. Confidence is the cosine similarity.
 
-Two KGs of one dialect share their ids (method ``id``). Per-id outcomes are kept in diskcache beside
+Two KGs of one dialect share their ids (method ``id``). Per-id outcomes are kept in the cache root's
+``alignments`` store (``kgfed.cache.root``: a directory or Redis) beside
 the response cache, so a repeated alignment sends no query.
 """
 from __future__ import annotations
@@ -32,8 +33,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-import diskcache
-
+from ..cache.root import DiskStore, Store, open_store
 from ..sparql import terms
 from ..sparql.dialects import FreebaseDialect, WikidataDialect
 from ..sparql.errors import InvalidIdentifier, KgfedError
@@ -72,22 +72,24 @@ class Alignment:
 
 
 class AlignmentCache:
-    """Per-id alignment outcomes in diskcache (by default beside the response cache)."""
+    """Per-id alignment outcomes: the `alignments` store of a cache root (by default beside the responses).
 
-    def __init__(self, directory: str | os.PathLike | None = None):
-        if directory is None:
-            from ..cache import responses
+    `store`: a `kgfed.cache.root.Store`; else `directory` (a diskcache directory of its own); else the
+    default root's store.
+    """
 
-            directory = responses.DEFAULT_CACHE_DIR / "alignments"
-        self.directory = Path(directory)
-        self._cache = diskcache.Cache(str(self.directory))
+    def __init__(self, directory: str | os.PathLike | None = None, *, store: Store | None = None):
+        if store is None:
+            store = DiskStore(directory) if directory is not None else open_store(None, "alignments")
+        self._cache = store
+        self.directory = Path(store.location) if isinstance(store, DiskStore) else None
 
     def get(self, key: str) -> Outcome | None:
         raw = self._cache.get(key)
         return None if raw is None else json.loads(raw)
 
     def set(self, key: str, value: Outcome) -> None:
-        self._cache.set(key, json.dumps(value, separators=(",", ":")))
+        self._cache.set(key, json.dumps(value, separators=(",", ":")).encode("utf-8"))
 
     def __len__(self) -> int:
         return len(self._cache)
@@ -136,7 +138,7 @@ class Aligner:
         self.margin = margin
         if cache is True:
             first = next((kg.endpoint.cache for kg in self.kgs.values() if kg.endpoint.cache is not None), None)
-            cache = AlignmentCache(first.directory / "alignments") if first is not None else None
+            cache = AlignmentCache(store=open_store(first.spec, "alignments")) if first is not None else None
         self.cache: AlignmentCache | None = cache if isinstance(cache, AlignmentCache) else None
 
     # -- ids and KGs -------------------------------------------------------------------------------

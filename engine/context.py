@@ -102,7 +102,9 @@ def open_text_source(
     if spec == "wikipedia":
         from ..cache.costs import charge
 
-        store = (JsonCache(Path(cache_dir) / "wikipedia") if cache_dir else True) if cache else None
+        from ..cache.root import open_store
+
+        store = JsonCache(store=open_store(cache_dir, "text", size_limit=2**31)) if cache else None
         return WikipediaSource(client, mode=mode, maxlag=maxlag, cache=store, offline=offline, charge=charge)  # type: ignore[arg-type]
     if spec == "demo":
         if not DEMO_EXTRACTS.exists():

@@ -61,14 +61,15 @@ class RunSpec:
     embeddings_dir: str | None = None
 
     def resolved(self) -> "RunSpec":
-        """A copy with the cache directories made absolute, so other processes share them."""
-        from ..cache import responses
+        """A copy with the cache root made explicit (an absolute directory or a Redis URL), so other
+        processes and Ray actors on any node open the same stores."""
+        from ..cache.root import CacheSpec
 
         options = {**KG_OPTION_DEFAULTS, **self.kg_options}
-        root = Path(options["cache_dir"]) if options["cache_dir"] else Path(responses.DEFAULT_CACHE_DIR) / "responses"
+        root = CacheSpec.of(options["cache_dir"])
         if not options["no_cache"]:
-            options["cache_dir"] = str(root.expanduser().resolve())
-        embeddings = self.embeddings_dir or (None if options["no_cache"] else str(Path(options["cache_dir"]) / "embeddings"))
+            options["cache_dir"] = root.location
+        embeddings = self.embeddings_dir or (None if options["no_cache"] else str(root.directory("embeddings")))
         return RunSpec(self.method, dict(self.params), options, self.llm, self.text, embeddings)
 
 

@@ -606,7 +606,9 @@ def _cache_directory(cache_dir: str | os.PathLike | None) -> Path:
     """`cache_dir`, else `$KGFED_CACHE_DIR/sparqlwrapper`, else `~/.cache/kgfed/sparqlwrapper` (absolute)."""
     if cache_dir is not None:
         return _absolute(os.fspath(cache_dir))
-    return _absolute(os.path.join(os.environ.get("KGFED_CACHE_DIR") or "~/.cache/kgfed", "sparqlwrapper"))
+    from ..cache.root import local_root  # the one reader of $KGFED_CACHE_DIR
+
+    return _absolute(os.path.join(local_root(), "sparqlwrapper"))
 
 
 @functools.lru_cache(maxsize=64)

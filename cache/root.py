@@ -1,0 +1,233 @@
+"""One cache root: where every kgfed store lives, and the small key-value protocol they share.
+
+kgfed keeps four stores: `responses` (SPARQL answers, `cache.responses.ResponseCache`), `alignments`
+(per-id alignment outcomes, `engine.align`), `embeddings` (sentence vectors, `engine.embeddings`) and
+`text` (Wikipedia answers, `endpoints.wikipedia.JsonCache`). All of them hang off one root, named by a
+`CacheSpec` (frozen, picklable: it is what a worker process or a Ray actor receives):
+
+- a directory (default `$KGFED_CACHE_DIR`, else `~/.cache/kgfed`; this module is the only reader of
+  that variable): one diskcache (SQLite) store per kind in `ROOT/responses`, `ROOT/alignments`,
+  `ROOT/embeddings`, `ROOT/wikipedia`. Safe for several processes on one machine.
+- `redis://HOST:PORT/DB` (also `rediss://`, `unix://`): one Redis database shared by every machine
+  of a run, each kind under its own key prefix (`kgfed:responses:KEY`, ...). Sentence vectors stay on
+  each machine's disk (`~/.cache/kgfed/embeddings`): they are recomputed locally, not shared.
+
+`open_store(spec, kind)` hands out a `Store`: `get`, `set`, `set_many` (one transaction / one
+MULTI-EXEC pipeline: all or nothing), `delete`, `keys`, `__len__`, `clear`, `flush`, `close`; keys are
+strings, values bytes. Batching and in-process memory are the caller's business (`ResponseCache`
+adds its writer thread on top).
+"""
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ..sparql.errors import KgfedError
+
+ENV = "KGFED_CACHE_DIR"
+KINDS: dict[str, str] = {"responses": "responses", "alignments": "alignments", "embeddings": "embeddings",
+                         "text": "wikipedia"}  # kind -> directory name under a disk root
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def home_root() -> Path:
+    """`~/.cache/kgfed`: the root when nothing else is said, and where a Redis run keeps its vectors."""
+    return Path.home() / ".cache" / "kgfed"
+
+
+def default_root() -> str:
+    """`$KGFED_CACHE_DIR` (a directory or a redis:// URL), else `~/.cache/kgfed` (read at each call)."""
+    return os.environ.get(ENV) or str(home_root())
+
+
+def local_root() -> Path:
+    """The default root if it is a directory, else (a Redis root) `~/.cache/kgfed`: for stores kept per machine."""
+    spec = CacheSpec.of(None)
+    return Path(spec.location) if spec.backend == "disk" else home_root()
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """Where a run's stores live: an absolute directory or a Redis URL (`location`)."""
+
+    location: str
+
+    @classmethod
+    def of(cls, value: "CacheSpec | str | os.PathLike[str] | None" = None) -> "CacheSpec":
+        """A spec from `--cache-dir`/`cache_dir=` (None: `$KGFED_CACHE_DIR` or `~/.cache/kgfed`)."""
+        if isinstance(value, CacheSpec):
+            return value
+        text = default_root() if value is None or os.fspath(value) == "" else os.fspath(value)
+        if text.startswith(REDIS_SCHEMES):
+            parsed = urllib.parse.urlparse(text)
+            db = parsed.path.strip("/") if parsed.scheme != "unix" else ""
+            if (parsed.scheme != "unix" and not parsed.hostname) or (db and not db.isdigit()):
+                raise KgfedError(f"cache location {text!r} is not a Redis URL: give redis://HOST:PORT/DB (e.g. redis://127.0.0.1:6379/0)")
+            return cls(text)
+        if "://" in text:
+            raise KgfedError(f"cache location {text!r} has an unknown scheme: give a directory or redis://HOST:PORT/DB")
+        return cls(str(Path(text).expanduser().resolve()))
+
+    @property
+    def backend(self) -> str:
+        """`disk` or `redis`."""
+        return "redis" if self.location.startswith(REDIS_SCHEMES) else "disk"
+
+    def directory(self, kind: str) -> Path:
+        """The disk directory of a kind's store; on a Redis root, the machine-local one (for vectors)."""
+        name = KINDS[_check_kind(kind)]
+        if self.backend == "disk":
+            root = Path(self.location)
+            if kind == "responses" and (root / "cache.db").exists() and not (root / name).exists():
+                return root  # a response cache made before the root (its --cache-dir held the answers)
+            return root / name
+        return home_root() / name
+
+    def __str__(self) -> str:
+        return self.location
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise KgfedError(f"unknown cache store {kind!r}: use one of {', '.join(KINDS)}")
+    return kind
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A string -> bytes store. `set_many` is all-or-nothing; `flush` makes earlier writes durable."""
+
+    location: str
+
+    def get(self, key: str) -> bytes | None: ...
+    def set(self, key: str, value: bytes) -> None: ...
+    def set_many(self, items: Sequence[tuple[str, bytes]]) -> None: ...
+    def delete(self, key: str) -> None: ...
+    def keys(self) -> Iterator[str]: ...
+    def __len__(self) -> int: ...
+    def clear(self) -> None: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class DiskStore:
+    """A diskcache (SQLite, WAL) store in one directory; several processes may share it."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, size_limit: int = 2**30):
+        import diskcache
+
+        self.directory = Path(directory)
+        self.location = str(self.directory)
+        self.cache = diskcache.Cache(self.location, size_limit=size_limit)
+
+    def get(self, key: str) -> bytes | None:
+        value = self.cache.get(key)
+        return value.encode("utf-8") if isinstance(value, str) else value  # str: written by kgfed < 0.2
+
+    def set(self, key: str, value: bytes) -> None:
+        self.cache.set(key, value)
+
+    def set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        with self.cache.transact():
+            for key, value in items:
+                self.cache.set(key, value)
+
+    def delete(self, key: str) -> None:
+        self.cache.delete(key)
+
+    def keys(self) -> Iterator[str]:
+        return (k for k in self.cache.iterkeys() if isinstance(k, str))
+
+    def __len__(self) -> int:
+        return len(self.cache)
+
+    def clear(self) -> None:
+        self.cache.clear()
+
+    def flush(self) -> None:
+        """Writes are committed when `set`/`set_many` return."""
+
+    def close(self) -> None:
+        self.cache.close()
+
+
+class RedisStore:
+    """One kind's keys in a Redis database (`kgfed:KIND:KEY`), shared by every machine that reaches it.
+
+    Uses redis-py's thread-safe, fork-aware connection pool. `set_many` is one MULTI/EXEC pipeline, so a
+    batch lands whole or not at all, and a single value is never seen half-written.
+    """
+
+    def __init__(self, url: str, kind: str, *, timeout: float = 10.0):
+        try:
+            import redis
+        except ImportError:
+            raise KgfedError(f"the Redis cache ({url}) needs the redis package: pip install 'kgfed[redis]'") from None
+        self.location = url
+        self.prefix = f"kgfed:{_check_kind(kind)}:"
+        self._errors = (redis.RedisError, OSError)
+        self.client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
+                                           health_check_interval=30)
+        try:
+            self.client.ping()
+        except self._errors as exc:
+            self.client.close()
+            raise KgfedError(f"cannot reach the Redis cache at {url} ({exc.__class__.__name__}: {exc}): start "
+                             f"redis-server there or give another --cache-dir") from None
+
+    def get(self, key: str) -> bytes | None:
+        return self.client.get(self.prefix + key)
+
+    def set(self, key: str, value: bytes) -> None:
+        self.client.set(self.prefix + key, value)
+
+    def set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        if not items:
+            return
+        with self.client.pipeline(transaction=True) as pipe:
+            for key, value in items:
+                pipe.set(self.prefix + key, value)
+            pipe.execute()
+
+    def delete(self, key: str) -> None:
+        self.client.delete(self.prefix + key)
+
+    def keys(self) -> Iterator[str]:
+        start = len(self.prefix)
+        return (k.decode("utf-8", "surrogatepass")[start:] for k in self.client.scan_iter(match=self.prefix + "*", count=1000))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.client.scan_iter(match=self.prefix + "*", count=1000))
+
+    def clear(self) -> None:
+        batch: list[bytes] = []
+        for key in self.client.scan_iter(match=self.prefix + "*", count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                self.client.delete(*batch)
+                batch = []
+        if batch:
+            self.client.delete(*batch)
+
+    def flush(self) -> None:
+        """Writes are acknowledged by the server when `set`/`set_many` return (durability is its config)."""
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def open_store(spec: "CacheSpec | str | os.PathLike[str] | None", kind: str, **options: Any) -> Store:
+    """The `kind` store (`responses`, `alignments`, `embeddings`, `text`) under `spec`'s root.
+
+    `options` go to the disk backend (`size_limit`). On a Redis root, `embeddings` is the machine-local
+    disk store (vectors are not shared between machines).
+    """
+    spec = CacheSpec.of(spec)
+    _check_kind(kind)
+    if spec.backend == "redis" and kind != "embeddings":
+        return RedisStore(spec.location, kind)
+    return DiskStore(spec.directory(kind), **options)
