@@ -166,9 +166,6 @@ class Embedder:
         self._owns_cache = False
         self._model_id: str | None = None
         self.stats: Counter[str] = Counter()
-        # Vectors already read or encoded in this process (the stored ones: first writer wins), so a
-        # text seen again needs no cache read, and a call whose texts are all here needs no thread.
-        self._memo: dict[str, np.ndarray] = {}
 
     @property
     def model_id(self) -> str:
@@ -214,7 +211,14 @@ class Embedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
-        found = self._lookup(unique)
+        found: dict[str, np.ndarray] = {}
+        cache = self.cache
+        if cache is not None:
+            with cache.transact():  # one transaction for the whole batch of lookups
+                for text in unique:
+                    raw = cache.get(self._key(text))
+                    if raw is not None:
+                        found[text] = np.frombuffer(raw, dtype=np.float32)
         misses = [t for t in unique if t not in found]
         self.stats["hits"] += len(unique) - len(misses)
         self.stats["misses"] += len(misses)
@@ -225,7 +229,6 @@ class Embedder:
                                        convert_to_numpy=True, show_progress_bar=False)
             vectors = np.asarray(vectors, dtype=np.float32)
             self.stats["encoded"] += len(misses)
-            cache = self.cache
             if cache is not None:
                 # First writer wins, and everyone uses the stored vector: a text encoded twice at once (in
                 # batches of other texts, which shifts the last float bits) still gets one vector, so a
@@ -237,42 +240,10 @@ class Embedder:
                             if stored is not None:
                                 vectors[i] = np.frombuffer(stored, dtype=np.float32)
             found.update(zip(misses, vectors))
-            self._memo.update(zip(misses, vectors))
-        return np.stack([found[t] for t in texts])
-
-    def _lookup(self, unique: Sequence[str]) -> "dict[str, np.ndarray]":
-        """The known vectors of `unique` texts: from this process's memo, then the persistent cache."""
-        import numpy as np
-
-        memo = self._memo
-        found = {t: memo[t] for t in unique if t in memo}
-        cache = self.cache
-        if cache is not None and len(found) < len(unique):
-            with cache.transact():  # one transaction for the whole batch of lookups
-                for text in unique:
-                    if text not in found:
-                        raw = cache.get(self._key(text))
-                        if raw is not None:
-                            found[text] = memo[text] = np.frombuffer(raw, dtype=np.float32)
-        return found
-
-    def _known(self, texts: Sequence[str]) -> "np.ndarray | None":
-        """(n, dim) vectors of `texts` when every one is stored already (read on the caller's thread: a
-        cache read costs microseconds, a thread hand-off far more), else None (something must be encoded)."""
-        import numpy as np
-
-        unique = list(dict.fromkeys(texts))
-        found = self._lookup(unique)
-        if len(found) < len(unique):
-            return None
-        self.stats["hits"] += len(unique)
         return np.stack([found[t] for t in texts])
 
     async def encode(self, texts: str | Sequence[str]) -> "np.ndarray":
-        """`encode_sync` off the event loop (on it when every vector is stored already: no encoding)."""
-        listed = [texts] if isinstance(texts, str) else list(texts)
-        if listed and self._model_ready() and (vectors := self._known(listed)) is not None:
-            return vectors
+        """`encode_sync` off the event loop."""
         return await _in_daemon_thread(self.encode_sync, texts)
 
     def similarity_sync(self, query: str, texts: Sequence[str]) -> list[float]:
@@ -283,17 +254,8 @@ class Embedder:
         return [float(x) for x in vectors[1:] @ vectors[0]]
 
     async def similarity(self, query: str, texts: Sequence[str]) -> list[float]:
-        """`similarity_sync` off the event loop (on it when every vector is stored already: no encoding)."""
-        texts = list(texts)
-        if texts and self._model_ready() and (vectors := self._known([query, *texts])) is not None:
-            return [float(x) for x in vectors[1:] @ vectors[0]]
-        return await _in_daemon_thread(self.similarity_sync, query, texts)
-
-    def _model_ready(self) -> bool:
-        """numpy importable without blocking the loop: imported already (a first call imports it in the thread)."""
-        import sys
-
-        return "numpy" in sys.modules
+        """`similarity_sync` off the event loop."""
+        return await _in_daemon_thread(self.similarity_sync, query, list(texts))
 
     def close(self) -> None:
         if self._owns_cache and self._cache is not None:
