@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..cache.costs import charge
 from ..sparql.errors import LLMError
 
 # The system message ToG sends with every prompt (`run_llm` in ToG/utils.py).
@@ -560,7 +561,28 @@ def parse_entity_scores(reply: str, candidates: Sequence[str]) -> list[float]:
             by_name.setdefault(name, max(0.0, float(m.group(2))))
     if by_name:
         return _normalise([by_name.get(c, 0.0) for c in candidates])
+    prose = _prose_entity_scores(reply, match)  # "the score for Guatemala would be 1, … all other entities would be 0"
+    if prose is not None:
+        return _normalise([prose[0].get(c, prose[1]) for c in candidates])
+    charge("parse_fallbacks")  # ToG: "All entities are created equal"
     return [1.0 / n] * n
+
+
+_PROSE_VERB = r"\s*(?:would\s+be|will\s+be|should\s+be|is|are|of|=|:)\s*"
+_PROSE_SCORE = re.compile(r"score\s+(?:for|of)\s+(?:the\s+entity\s+)?[\"'“]?(.+?)[\"'”]?" + _PROSE_VERB + "(" + _NUMBER + r")(?![\w.])", re.I)
+_PROSE_OTHERS = re.compile(r"(?:all\s+)?(?:the\s+)?other\s+entit\w*" + _PROSE_VERB + "(" + _NUMBER + r")(?![\w.])", re.I)
+
+
+def _prose_entity_scores(reply: str, match: "_Matcher") -> tuple[dict[str, float], float] | None:
+    """Scores a reply states in prose, and the score it gives "all other entities" (0 if unsaid)."""
+    named: dict[str, float] = {}
+    for m in _PROSE_SCORE.finditer(reply):
+        if (name := match(m.group(1))) is not None:
+            named.setdefault(name, max(0.0, float(m.group(2))))
+    if not named:
+        return None
+    others = _PROSE_OTHERS.search(reply)
+    return named, max(0.0, float(others.group(1))) if others else 0.0
 
 
 def braced(reply: str) -> list[str]:

@@ -82,7 +82,8 @@ def _uniform_if_zero(scores: list[float]) -> list[float]:
 async def score_relations(question: str, relations: Sequence[str], *, method: ScoreMethod = "llm",
                           llm: LLM | None = None, embedder: Embedder | None = None, entity: str = "",
                           width: int = 3, wiki: bool = False, temperature: float = PRUNING_TEMPERATURE,
-                          max_tokens: int = DEFAULT_MAX_TOKENS, system: str | None = TOG_SYSTEM) -> list[tuple[str, float]]:
+                          max_tokens: int = DEFAULT_MAX_TOKENS, system: str | None = TOG_SYSTEM,
+                          stop: Sequence[str] | None = None) -> list[tuple[str, float]]:
     """The top-`width` (relation, score) pairs for the question, best first.
 
     Candidates are de-duplicated and sorted first, as ToG does, so the prompt (and its replay key)
@@ -96,7 +97,8 @@ async def score_relations(question: str, relations: Sequence[str], *, method: Sc
         return []
     if method == "llm" and _llm_ready(llm):
         prompt = tog_relation_prompt(question, entity, candidates, width, wiki=wiki)
-        reply = await llm.complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system)
+        reply = await llm.complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system,
+                                   stop=list(stop) if stop else None)
         return _top(parse_relation_scores(reply.text, candidates), width)
     method = "sbert" if method == "llm" else method
     scores = _uniform_if_zero(await _similarities(method, question, [relation_text(r) for r in candidates], embedder))
@@ -106,7 +108,7 @@ async def score_relations(question: str, relations: Sequence[str], *, method: Sc
 async def score_entities(question: str, candidates: Sequence[str], *, relation: str = "", method: ScoreMethod = "llm",
                          llm: LLM | None = None, embedder: Embedder | None = None, wiki: bool = False,
                          temperature: float = PRUNING_TEMPERATURE, max_tokens: int = DEFAULT_MAX_TOKENS,
-                         system: str | None = TOG_SYSTEM) -> list[tuple[str, float]]:
+                         system: str | None = TOG_SYSTEM, stop: Sequence[str] | None = None) -> list[tuple[str, float]]:
     """(candidate, score) for every candidate name, in the input order, scores summing to 1.
 
     A single candidate scores 1 without a call (ToG). `llm`: ToG's entity-scoring prompt over the
@@ -120,7 +122,8 @@ async def score_entities(question: str, candidates: Sequence[str], *, relation: 
         order = sorted(range(len(names)), key=lambda i: names[i])
         shown = [names[i] for i in order]
         reply = await llm.complete(tog_entity_prompt(question, relation, shown, wiki=wiki),
-                                   temperature=temperature, max_tokens=max_tokens, system=system)
+                                   temperature=temperature, max_tokens=max_tokens, system=system,
+                                   stop=list(stop) if stop else None)
         scores = [0.0] * len(names)
         for i, score in zip(order, parse_entity_scores(reply.text, shown)):
             scores[i] = score

@@ -23,6 +23,11 @@ Parameters (keyword arguments of the constructor, all optional):
                                       LLM entity scoring (seeded per question here)
     exploration_temperature=0.4, reasoning_temperature=0.0, max_tokens=256
     exact_prompts=True                ToG's prompt strings byte for byte (quirks included)
+    stop_sequences=False              end every reply at "\nQ:" and cap it per prompt kind (relations
+                                      120, entities 80, evaluation/answer 120 tokens; `TOG_LIMITS`):
+                                      for small local models, which otherwise invent the next "Q: …"
+                                      and run to `max_tokens` (ToG's code sends no stop; the replay
+                                      key then includes the stop sequence)
     seed=0                            seeds ToG's neighbour sampling
     hop_penalty=0.03, agreement=0.1   LLM-free answer choice (`choose_answer`): subtracted per extra
                                       hop, added per further topic entity reaching the same entity;
@@ -37,6 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ...cache.costs import charge
 from ...sparql.errors import InvalidIdentifier, KgfedError, LLMError
 from ..kg import KG
 from ..llm import ANSWER_TEMPERATURE, DEFAULT_MAX_TOKENS, EXPLORATION_TEMPERATURE, LLM
@@ -47,6 +53,10 @@ from ..prompts import (
 )
 from .base import UNNAMED, Method, Result, Topics, render_path
 
+# per prompt kind with `stop_sequences` (a small local model's replies; ToG's own code sends no stop)
+TOG_STOP = ("\nQ:",)
+TOG_STOPS = {"reasoning": ("\nQuestion:", "\nExample")}  # ToG-2's reasoning prompt has no "Q:" lines
+TOG_LIMITS = {"relations": 120, "entities": 80, "evaluate": 120, "answer": 120, "reasoning": 200}
 
 
 @dataclass(frozen=True)
@@ -148,7 +158,8 @@ class ToG(Method):
     name = "tog"
 
     PARAMS = frozenset({"width", "depth", "pruning", "max_candidates", "retain", "exploration_temperature",
-                        "reasoning_temperature", "max_tokens", "exact_prompts", "seed", "agreement", "hop_penalty"})
+                        "reasoning_temperature", "max_tokens", "exact_prompts", "seed", "agreement", "hop_penalty",
+                        "stop_sequences"})
 
     def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):
         unknown = sorted(set(params) - self.PARAMS)
@@ -164,6 +175,7 @@ class ToG(Method):
         self.reasoning_temperature = float(params.get("reasoning_temperature", ANSWER_TEMPERATURE))
         self.max_tokens = int(params.get("max_tokens", DEFAULT_MAX_TOKENS))
         self.exact_prompts = bool(params.get("exact_prompts", True))
+        self.stop_sequences = bool(params.get("stop_sequences", False))
         self.seed = int(params.get("seed", 0))
         if self.width < 1 or self.depth < 1:
             raise KgfedError(f"width and depth must be ≥ 1 (got width={self.width}, depth={self.depth}): pass e.g. width=3 depth=3")
@@ -256,10 +268,11 @@ class ToG(Method):
             tap = _Tap(self.llm)
             try:
                 return await score_relations(question, names, method="llm", llm=tap, temperature=self.exploration_temperature,  # type: ignore[arg-type]
-                                             max_tokens=self.max_tokens, **common)
+                                             **self.limits("relations"), **common)
             except LLMError as exc:
                 if not tap.replied:
                     raise
+                charge("parse_fallbacks")
                 trace.warnings.append(f"relation pruning of {chain.name}: {exc}; used sbert")
                 return await score_relations(question, names, method="sbert", **common)
         return await score_relations(question, names, method=self.pruning if self.pruning != "llm" else "sbert", **common)
@@ -295,7 +308,7 @@ class ToG(Method):
         relation = self._relation_name(hop, edges[0])
         scores = await score_entities(question, [e.label or UNNAMED for e in named], relation=relation, method=method,
                                       llm=self.llm, embedder=self.embedder, wiki=_is_wiki(self.kgs[hop.chain.kg]),
-                                      temperature=self.exploration_temperature, max_tokens=self.max_tokens)
+                                      temperature=self.exploration_temperature, **self.limits("entities"))
         return [hop.chain.extend(e, hop.score * s) for e, (_, s) in zip(named, scores)]
 
     def _relation_name(self, hop: Hop, edge: Edge) -> str:
@@ -319,8 +332,14 @@ class ToG(Method):
         return kept
 
     # -- answering ---------------------------------------------------------------------------------
-    async def _ask(self, prompt: str) -> str:
-        reply = await self.llm.complete(prompt, temperature=self.reasoning_temperature, max_tokens=self.max_tokens, system=TOG_SYSTEM)
+    def limits(self, kind: str) -> dict[str, Any]:
+        """`max_tokens` (and `stop`) for one prompt kind: `max_tokens` everywhere unless `stop_sequences`."""
+        if not self.stop_sequences:
+            return {"max_tokens": self.max_tokens}
+        return {"max_tokens": min(self.max_tokens, TOG_LIMITS[kind]), "stop": list(TOG_STOPS.get(kind, TOG_STOP))}
+
+    async def _ask(self, prompt: str, kind: str = "evaluate") -> str:
+        reply = await self.llm.complete(prompt, temperature=self.reasoning_temperature, system=TOG_SYSTEM, **self.limits(kind))
         return reply.text
 
     async def conclude(self, question: str, trace: Trace) -> Result:
@@ -332,10 +351,13 @@ class ToG(Method):
         else:
             trace.stop += "; answered without the graph"
             prompt = tog_generate_directly_prompt(question)
-        return self._result(question, await self._ask(prompt), trace)
+        return self._result(question, await self._ask(prompt, "answer"), trace)
 
     def _result(self, question: str, reply: str, trace: Trace) -> Result:
-        answer = extract_answer(reply) or reply.strip()
+        answer = extract_answer(reply)
+        if not answer:  # no `{answer}`: ToG keeps the whole reply as the answer; counted
+            charge("parse_fallbacks")
+            answer = reply.strip()
         folded = answer.casefold()
         chains = [c for c in trace.kept if c.edges]
         hits = [c for c in chains if c.name.casefold() == folded]

@@ -242,7 +242,7 @@ class ToG2(ToG):
         groups: list[Group] = [([edge_triple(e) for e in c.edges], by_entity.pop(c.entity, [])) for c in chains]
         groups += [((), texts) for texts in by_entity.values()]  # top-K chunks of entities not kept
         groups = [g for g in groups if g[0] or g[1]]
-        return await self._ask(tog2_reasoning_prompt(question, clues, groups))
+        return await self._ask(tog2_reasoning_prompt(question, clues, groups), "reasoning")
 
     def _hybrid_result(self, question: str, reply: str, trace: Trace, contexts: Sequence[Passage], clues: str) -> Result:
         return self._with_context(self._result(question, reply, trace), contexts, clues)
