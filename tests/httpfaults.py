@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -92,3 +92,14 @@ async def start(server: FaultServer) -> web.AppRunner:
     port = site._server.sockets[0].getsockname()[1]
     server.url = f"http://127.0.0.1:{port}/sparql"
     return runner
+
+
+async def serve() -> AsyncIterator[FaultServer]:
+    """A started `FaultServer`, cleaned up afterwards: a test module's fixture is
+    `server = pytest.fixture(hf.serve, name="server")`."""
+    server = FaultServer()
+    runner = await start(server)
+    try:
+        yield server
+    finally:
+        await runner.cleanup()

@@ -106,12 +106,7 @@ FAULTS = {
 }
 
 
-@pytest.fixture
-async def server():
-    srv = hf.FaultServer()
-    runner = await hf.start(srv)
-    yield srv
-    await runner.cleanup()
+server = pytest.fixture(hf.serve, name="server")
 
 
 def _kg(server, cache, client, partial="error") -> KG:

@@ -27,12 +27,7 @@ def checks(report: dict) -> dict[str, dict]:
     return {c["check"]: c for c in report["checks"]}
 
 
-@pytest.fixture
-async def server():
-    srv = hf.FaultServer()
-    runner = await hf.start(srv)
-    yield srv
-    await runner.cleanup()
+server = pytest.fixture(hf.serve, name="server")
 
 
 async def test_embedded_freebase_is_fit_with_names_probes_cvt_and_size():

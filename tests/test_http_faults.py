@@ -18,12 +18,7 @@ from . import httpfaults as hf
 QUERY = "SELECT ?x WHERE { ?x ?p ?o } LIMIT 1"
 
 
-@pytest.fixture
-async def server():
-    srv = hf.FaultServer()
-    runner = await hf.start(srv)
-    yield srv
-    await runner.cleanup()
+server = pytest.fixture(hf.serve, name="server")
 
 
 def client(**kw) -> HttpClient:
