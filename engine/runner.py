@@ -244,7 +244,13 @@ class ChunkWorker:
     async def run(self, questions: list[Question]) -> list[Answered]:
         if self._runtime is None:
             self._runtime = await Runtime(self.spec).__aenter__()
-        return await answer_all(self._runtime, questions, self.fmt, self.concurrency)
+        answered = await answer_all(self._runtime, questions, self.fmt, self.concurrency)
+        # A chunk's answers are stored before it is handed back: another process or Ray node can hit
+        # them at once, and a worker stopped later (ray.kill, a terminated pool) loses none of them.
+        caches = {id(c): c for kg in self._runtime.kgs.values() if (c := getattr(kg.endpoint, "cache", None)) is not None}
+        for cache in caches.values():
+            await asyncio.to_thread(cache.flush)
+        return answered
 
     async def aclose(self) -> None:
         if self._runtime is not None:

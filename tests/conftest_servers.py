@@ -137,3 +137,103 @@ def oxigraph_codex() -> Iterator[OxigraphServer]:
 def oxigraph_federation() -> Iterator[OxigraphServer]:
     """Read-only Oxigraph server over federation/freebase.nt (default graph)."""
     yield from _oxigraph("federation/freebase.nt")
+
+
+# -- Redis (the shared cache backend) ------------------------------------------------------------------
+class RedisServer:
+    """A throwaway `redis-server` on 127.0.0.1 (a free port, no persistence, a temporary directory)."""
+
+    def __init__(self, binary: str = "redis-server"):
+        import shutil
+
+        found = shutil.which(binary)
+        if found is None:
+            raise ServerNotFound(f"{binary} is not installed (Debian: apt-get install redis-server)")
+        self.binary = found
+        self.process = None
+        self.port = 0
+
+    @property
+    def host_port(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def url(self, db: int = 0) -> str:
+        """`redis://127.0.0.1:PORT/DB`: a cache root for `--cache-dir`."""
+        return f"redis://{self.host_port}/{db}"
+
+    def start(self, timeout: float = 20.0) -> "RedisServer":
+        import socket
+        import subprocess
+        import tempfile
+        import time
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.directory = tempfile.TemporaryDirectory(prefix="kgfed-redis-")
+        self.process = subprocess.Popen(
+            [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
+             "--dir", self.directory.name, "--databases", "64", "--protected-mode", "yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited with status {self.process.returncode} on port {self.port}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"redis-server did not answer on port {self.port} within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except Exception:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+        if getattr(self, "directory", None) is not None:
+            self.directory.cleanup()
+            self.directory = None
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One throwaway redis-server for the session (skipped when absent; an error under KGFED_REQUIRE_SERVERS=1)."""
+    server = _start(RedisServer)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+_REDIS_DBS = iter(range(1, 64))
+
+
+@pytest.fixture
+def redis_root(redis_server: RedisServer) -> Iterator[str]:
+    """A cache root of the session's Redis (`redis://127.0.0.1:PORT/DB`), empty for this test."""
+    import redis
+
+    db = next(_REDIS_DBS, 1)
+    client = redis.Redis(host="127.0.0.1", port=redis_server.port, db=db)
+    client.flushdb()
+    try:
+        yield redis_server.url(db)
+    finally:
+        client.flushdb()
+        client.close()
+
+
+@pytest.fixture(params=["disk", "redis"])
+def cache_root(request, tmp_path) -> str:
+    """Each backend in turn: a fresh directory, then an empty Redis database (`ResponseCache(cache_root)`)."""
+    if request.param == "disk":
+        return str(tmp_path / "c")
+    return request.getfixturevalue("redis_root")
