@@ -140,6 +140,23 @@ class KgfedParser(argparse.ArgumentParser):
         self.exit(2, f"kgfed: error: {prefix}{message.splitlines()[0]} (see {self.prog} --help)\n")
 
 
+def http_options(args: argparse.Namespace):
+    """`HttpOptions` from --timeout/--user-agent/--contact/--concurrency."""
+    from .config import HttpOptions
+
+    return HttpOptions(timeout=getattr(args, "timeout", 60.0), user_agent=getattr(args, "user_agent", None),
+                       contact=getattr(args, "contact", None), concurrency=getattr(args, "concurrency", None))
+
+
+def cache_options(args: argparse.Namespace):
+    """`CacheOptions` from --cache-dir/--no-cache/--offline/--refresh/--max-age."""
+    from .config import CacheOptions
+
+    return CacheOptions(root=getattr(args, "cache_dir", None), enabled=not getattr(args, "no_cache", False),
+                        offline=getattr(args, "offline", False), refresh=bool(getattr(args, "refresh", False)),
+                        max_age=getattr(args, "max_age", None))
+
+
 def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | None = None, name: str | None = None,
             client=None):
     """A `KG` from the parsed options (the demo Wikidata KG when no endpoint is given).
@@ -147,29 +164,18 @@ def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | No
     Pass the run's shared `HttpClient` as `client` when opening several KGs (one politeness domain per
     host); without one the KG gets its own client, closed with it.
     """
-    from .kg import KG
+    from .config import open_endpoint
     from .demo import default_endpoint
 
-    spec = spec or args.endpoint or default_endpoint(dialect or getattr(args, "dialect", None))
-    kwargs: dict[str, Any] = {"dialect": dialect or getattr(args, "dialect", None), "cache_dir": args.cache_dir,
-                              "cache": not args.no_cache, "offline": args.offline, "timeout": args.timeout,
-                              "concurrency": args.concurrency, "name": name}
-    kwargs.update({k: v for k in ("refresh", "max_age", "partial") if (v := getattr(args, k, None)) is not None})
-    if client is not None:
-        kwargs["client"] = client
-    else:  # the KG's own client: the contact goes into its User-Agent
-        from ..endpoints.client import make_user_agent, resolve_contact
-
-        kwargs["user_agent"] = args.user_agent or make_user_agent(resolve_contact(getattr(args, "contact", None)))
-    return KG.open(spec, **kwargs)
+    dialect = dialect or getattr(args, "dialect", None)
+    spec = spec or args.endpoint or default_endpoint(dialect)
+    return open_endpoint(spec, name=name, dialect=dialect, partial=getattr(args, "partial", None),
+                         http=http_options(args), cache=cache_options(args), client=client)
 
 
 def open_client(args: argparse.Namespace):
     """The one `HttpClient` of a command or run, from --user-agent/--contact/--timeout/--concurrency."""
-    from ..endpoints.client import HttpClient
-
-    return HttpClient.configured(user_agent=getattr(args, "user_agent", None), contact=getattr(args, "contact", None),
-                                 timeout=getattr(args, "timeout", 60.0), concurrency=getattr(args, "concurrency", None))
+    return http_options(args).client()
 
 
 def emit(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list[str], title: str = "") -> None:

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..sparql.errors import KgfedError, UnknownEndpoint
+from ..sparql.errors import KgfedError
+from .config import DIALECT_NAMES, KGs, KGSpec, close_kgs
+from .config import open_kgs as open_config_kgs
 
 DEFAULT_KGS = "freebase,wikidata"
-DIALECT_NAMES = ("freebase", "wikidata")
-_KG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 
 
 def register(command, add_source_options, add_cache_options) -> None:
@@ -63,114 +63,51 @@ def add_alignment_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--margin", type=float, default=0.05, help="SBERT lead over the runner-up needed (default 0.05)")
 
 
-_DIALECT_PREFIX = re.compile(r"^(freebase|wikidata)@(.+)$")
+def kg_specs(args: argparse.Namespace) -> list[KGSpec]:
+    """The `KGSpec`s asked for: --kg names (else the --endpoint names, else freebase,wikidata), each with
+    its `--endpoint NAME=[DIALECT@]SPEC` (none: the demo KG of its dialect)."""
+    given = getattr(args, "kg", None)
+    names = [n.strip() for n in given.split(",") if n.strip()] if given else None
+    raw = getattr(args, "endpoint", None)
+    items = [raw] if isinstance(raw, str) else list(raw or [])
+    single = names[0] if names is not None and len(names) == 1 else None
+    parsed = [KGSpec.parse(item, name=single) for item in items]
+    by_name = {spec.name: spec for spec in parsed}
+    if names is None:
+        names = list(by_name) or DEFAULT_KGS.split(",")
+    if len(set(names)) != len(names):
+        raise KgfedError(f"KG named twice in --kg {given!r}: give each KG once")
+    extra = [n for n in by_name if n not in names]
+    if extra:
+        raise KgfedError(f"--endpoint for KG {extra[0]!r}, which --kg does not list: add it to --kg or drop the endpoint")
+    partial = getattr(args, "partial", None)
+    return [replace(by_name.get(name) or KGSpec(name), partial=partial) for name in names]
 
 
 def endpoint_choices(args: argparse.Namespace, names: list[str] | None) -> dict[str, tuple[str | None, str]]:
-    """`--endpoint NAME=[DIALECT@]SPEC` items as {name: (dialect or None, spec)}.
-
-    The dialect prefix names what the endpoint speaks when neither the KG's name nor the spec says it
-    (`fb2=freebase@http://host:8890/sparql`), so any number of KGs of either dialect can be federated.
-    """
+    """`--endpoint NAME=[DIALECT@]SPEC` items as {name: (dialect or None, spec)}."""
     raw = getattr(args, "endpoint", None)
     items = [raw] if isinstance(raw, str) else list(raw or [])
-    choices: dict[str, tuple[str | None, str]] = {}
-    for item in items:
-        name, sep, spec = item.partition("=")
-        if not sep or not spec.strip() or ":" in name or "/" in name:  # a bare spec (URLs and file: contain = rarely)
-            if names is not None and len(names) == 1:
-                name, spec = names[0], item
-            else:
-                raise KgfedError(f"--endpoint {item!r} names no KG: write it as KG=[DIALECT@]SPEC, e.g. --endpoint freebase=file:fb.nt")
-        spec = spec.strip()
-        prefixed = _DIALECT_PREFIX.match(spec)
-        choices[name.strip()] = (prefixed.group(1), prefixed.group(2).strip()) if prefixed else (None, spec)
-    return choices
-
-
-def _endpoint_specs(args: argparse.Namespace, names: list[str] | None) -> dict[str, str]:
-    return {name: spec for name, (_, spec) in endpoint_choices(args, names).items()}
+    single = names[0] if names is not None and len(names) == 1 else None
+    return {spec.name: (spec.dialect, spec.endpoint) for spec in (KGSpec.parse(item, name=single) for item in items)}
 
 
 def kg_names(args: argparse.Namespace) -> list[str]:
     """The KG names asked for: --kg, else the --endpoint names, else freebase,wikidata."""
-    given = getattr(args, "kg", None)
-    names = [n.strip() for n in given.split(",") if n.strip()] if given else None
-    specs = _endpoint_specs(args, names)
-    if names is None:
-        names = list(specs) or DEFAULT_KGS.split(",")
-    for name in names:
-        if not _KG_NAME.match(name):
-            raise KgfedError(f"invalid KG name {name!r}: use letters, digits, - or _ (e.g. freebase, wikidata, fb2)")
-    if len(set(names)) != len(names):
-        raise KgfedError(f"KG named twice in --kg {given!r}: give each KG once")
-    extra = [n for n in specs if n not in names]
-    if extra:
-        raise KgfedError(f"--endpoint for KG {extra[0]!r}, which --kg does not list: add it to --kg or drop the endpoint")
-    return names
-
-
-class KGs(dict):
-    """The named KGs of a command or run, and the one `HttpClient` they share (closed with them if owned)."""
-
-    client: Any = None
-    owns_client: bool = False
+    return [spec.name for spec in kg_specs(args)]
 
 
 def open_kgs(args: argparse.Namespace, client=None) -> KGs:
-    """Named KGs from --kg/--endpoint and the cache options (`open_kg` for each); close them when done.
+    """Named KGs from --kg/--endpoint and the cache options (`config.open_kgs`); close them with `close_kgs`.
 
     A KG named `freebase` or `wikidata` speaks that dialect; any other name takes the dialect of its
-    endpoint (a profile, or sniffed from a file). Without an endpoint a dialect name opens its demo KG.
-    Every KG shares one `HttpClient` (`client`, or a new one closed by `close_kgs`), so two KGs on one
-    host share its concurrency cap, budget and 429 pauses.
+    endpoint (a profile, or sniffed from a file) or of its `freebase@`/`wikidata@` prefix. Without an
+    endpoint a dialect name opens its demo KG. Every KG shares one `HttpClient` (`client`, or a new one
+    closed by `close_kgs`), so two KGs on one host share its concurrency cap, budget and 429 pauses.
     """
-    from .cli import open_client, open_kg
+    from .cli import cache_options, http_options
 
-    names = kg_names(args)
-    choices = endpoint_choices(args, names)
-    kgs = KGs()
-    kgs.owns_client = client is None
-    kgs.client = client if client is not None else open_client(args)
-    try:
-        for name in names:
-            chosen, spec = choices.get(name, (None, None))
-            dialect = chosen or (name if name in DIALECT_NAMES else None)
-            if chosen and name in DIALECT_NAMES and chosen != name:
-                raise KgfedError(f"KG {name!r} cannot speak {chosen}: rename it (e.g. --kg {chosen[:2]}2 --endpoint {chosen[:2]}2={chosen}@…) "
-                                 f"or drop the {chosen}@ prefix")
-            if spec is None:
-                if dialect is None:
-                    raise KgfedError(f"no endpoint for KG {name!r}: add --endpoint {name}=SPEC (e.g. {name}=file:kg.nt)")
-                from .demo import default_endpoint
-
-                spec = default_endpoint(dialect)
-            try:
-                kgs[name] = open_kg(args, spec, dialect, name, client=kgs.client)
-            except UnknownEndpoint as exc:
-                if dialect is None and spec.startswith(("http://", "https://")):
-                    raise UnknownEndpoint(f"endpoint {spec} of KG {name!r} needs a dialect: write --endpoint "
-                                          f"{name}=freebase@{spec} or {name}=wikidata@{spec}") from None
-                raise
-    except BaseException:
-        import asyncio
-
-        try:  # nothing was sent yet (sessions open lazily): closing only releases worker threads
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            asyncio.run(close_kgs(kgs))
-        else:
-            loop.create_task(close_kgs(kgs))
-        raise
-    return kgs
-
-
-async def close_kgs(kgs: dict[str, Any]) -> None:
-    import asyncio
-
-    await asyncio.gather(*(kg.aclose() for kg in kgs.values()))
-    if getattr(kgs, "owns_client", False) and kgs.client is not None:  # type: ignore[attr-defined]
-        await kgs.client.aclose()  # type: ignore[attr-defined]
+    return open_config_kgs(kg_specs(args), http=http_options(args), cache=cache_options(args), client=client)
 
 
 def make_aligner(args: argparse.Namespace, kgs: dict[str, Any]):

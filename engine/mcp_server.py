@@ -298,7 +298,7 @@ class Engine:
         return cls(args, open_kgs(args))
 
     async def aclose(self) -> None:
-        from .cli_federation import close_kgs
+        from .config import close_kgs
 
         for closer in (getattr(self._text, "aclose", None), getattr(self._llm, "aclose", None),
                        getattr(self._text_client, "aclose", None)):

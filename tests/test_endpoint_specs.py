@@ -71,3 +71,48 @@ def test_cli_expand_over_two_freebase_kgs(capsys, oxigraph_freebase):
     graph = json.loads(out)
     kgs = {edge["kg"] for edge in graph["edges"]}
     assert kgs == {"fb1", "fb2"}
+
+
+# -- the value objects the CLI parses into (kgfed.engine.config) ---------------------------------------
+def test_specs_are_frozen_picklable_values_with_one_line_errors():
+    import dataclasses
+    import pickle
+
+    from kgfed.engine.config import CacheOptions, HttpOptions, KGSpec
+
+    spec = KGSpec.parse("fb2=freebase@http://127.0.0.1:9/sparql")
+    assert spec == KGSpec("fb2", "http://127.0.0.1:9/sparql", "freebase") and spec.effective_dialect == "freebase"
+    assert KGSpec.parse("wikidata=wikidata").effective_dialect == "wikidata" and KGSpec("kg", "file:x.nt").effective_dialect is None
+    for value in (spec, HttpOptions(timeout=5, contact="me@example.org"), CacheOptions(root="/tmp/x", max_age=60)):
+        assert pickle.loads(pickle.dumps(value)) == value
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            value.__setattr__("timeout" if isinstance(value, HttpOptions) else "root" if isinstance(value, CacheOptions) else "name", "x")
+    for bad, message in ((lambda: KGSpec("2fb"), "invalid KG name '2fb'"), (lambda: KGSpec("fb\n"), "invalid KG name"),
+                         (lambda: KGSpec("kg", dialect="dbpedia"), "unknown dialect 'dbpedia'"),
+                         (lambda: KGSpec.parse("http://host/sparql"), "names no KG")):
+        with pytest.raises(KgfedError, match=message) as info:
+            bad()
+        assert "\n" not in str(info.value)
+
+
+async def test_library_opens_a_run_from_specs_without_the_cli(oxigraph_freebase):
+    from kgfed.engine.config import CacheOptions, HttpOptions, KGSpec, close_kgs, open_kgs as open_specs
+
+    kgs = open_specs([KGSpec("fb1", f"file:{need(CWQ_NT)}"), KGSpec.parse(f"fb2=freebase@{oxigraph_freebase.url}"),
+                      KGSpec("wikidata")],  # no endpoint: the bundled demo KG of its dialect
+                     http=HttpOptions(timeout=30, concurrency=2), cache=CacheOptions(enabled=False))
+    try:
+        assert list(kgs) == ["fb1", "fb2", "wikidata"] and kgs.owns_client
+        assert kgs["fb2"].endpoint.inner.client is kgs.client and kgs.client.limit_for("127.0.0.1") == 2
+        names = await kgs["wikidata"].labels(["Q42"])
+        edges = await kgs["fb2"].neighbors(GUATEMALA, "location.country.currency_used")
+    finally:
+        await close_kgs(kgs)
+    assert names["Q42"].label == "Douglas Adams"
+    store = ox.Store()
+    store.bulk_load(path=str(CWQ_NT), format=ox.RdfFormat.N_TRIPLES)
+    fb = "http://rdf.freebase.com/ns/"
+    expected = {s["x"].value[len(fb):] for s in store.query(
+        f"SELECT ?x WHERE {{ <{fb}{GUATEMALA}> <{fb}location.country.currency_used> ?x }}")}
+    assert {e.entity for e in edges} == expected and "Guatemalan quetzal" in {e.label for e in edges}
+    assert kgs.client.closed

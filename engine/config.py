@@ -1,0 +1,169 @@
+"""Configuration as value objects, and the named KGs of a run opened from them.
+
+The CLI, the run harness, the MCP server and library users all describe a run the same way:
+
+    kgs = open_kgs([KGSpec.parse("freebase=file:fb.nt"), KGSpec.parse("fb2=freebase@http://host:8890/sparql")],
+                   http=HttpOptions(contact="me@example.org"), cache=CacheOptions(root="/data/kgfed-cache"))
+    ...
+    await close_kgs(kgs)
+
+Every object here is frozen and picklable (names, strings and numbers: no clients, no stores), so a
+run can be rebuilt in another process or on a Ray actor, and each default is written once. `open_kgs`
+builds the run's one `HttpClient` from `HttpOptions` and hands it to every KG, so per-host caps,
+budgets and 429 pauses hold per host for the whole run.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..sparql.errors import KgfedError, UnknownEndpoint
+
+DIALECT_NAMES = ("freebase", "wikidata")
+_KG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
+_DIALECT_PREFIX = re.compile(r"(freebase|wikidata)@(.+)")
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """How a run talks HTTP: timeout per request, User-Agent or contact, parallel requests per host."""
+
+    timeout: float = 60.0
+    user_agent: str | None = None
+    contact: str | None = None
+    concurrency: int | None = None  # None: each host's own default (WDQS 5, QLever 4, Wikimedia APIs 3, others 16)
+
+    def client(self):
+        """A new `HttpClient` with these options (the caller closes it)."""
+        from ..endpoints.client import HttpClient
+
+        return HttpClient.configured(user_agent=self.user_agent, contact=self.contact, timeout=self.timeout,
+                                     concurrency=self.concurrency)
+
+
+@dataclass(frozen=True)
+class CacheOptions:
+    """Where answers are cached and how they are used (see docs/trust.md for the guarantees)."""
+
+    root: str | None = None  # a directory or redis://HOST:PORT/DB; None: $KGFED_CACHE_DIR, else ~/.cache/kgfed
+    enabled: bool = True
+    offline: bool = False  # answer only from the cache; a miss is an error
+    refresh: bool = False  # re-fetch every answer once and store the new one
+    max_age: float | None = None  # seconds; None: the endpoint's default (a week for live Wikidata)
+
+
+@dataclass(frozen=True)
+class KGSpec:
+    """One named KG: its endpoint spec (a profile, `file:PATH`, a URL) and, where the name and spec do
+    not say it, its dialect. `endpoint=None` opens the bundled demo KG of the dialect."""
+
+    name: str
+    endpoint: str | None = None
+    dialect: str | None = None
+    partial: str | None = None  # the partial-answer policy: error (default), retry or allow
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _KG_NAME.fullmatch(self.name):
+            raise KgfedError(f"invalid KG name {self.name!r}: use letters, digits, - or _ (e.g. freebase, wikidata, fb2)")
+        if self.dialect is not None and self.dialect not in DIALECT_NAMES:
+            raise KgfedError(f"unknown dialect {self.dialect!r} for KG {self.name!r}: use freebase or wikidata")
+        if self.name in DIALECT_NAMES and self.dialect not in (None, self.name):
+            raise KgfedError(f"KG {self.name!r} cannot speak {self.dialect}: rename it (e.g. --kg {self.dialect[:2]}2 "
+                             f"--endpoint {self.dialect[:2]}2={self.dialect}@…) or drop the {self.dialect}@ prefix")
+
+    @classmethod
+    def parse(cls, item: str, *, name: str | None = None) -> "KGSpec":
+        """`NAME=[DIALECT@]SPEC` (or a bare `[DIALECT@]SPEC` when `name` is given)."""
+        key, sep, spec = item.partition("=")
+        if not sep or not spec.strip() or ":" in key or "/" in key:  # a bare spec (URLs and file: rarely hold =)
+            if name is None:
+                raise KgfedError(f"--endpoint {item!r} names no KG: write it as KG=[DIALECT@]SPEC, e.g. --endpoint freebase=file:fb.nt")
+            key, spec = name, item
+        spec = spec.strip()
+        prefixed = _DIALECT_PREFIX.fullmatch(spec)
+        if prefixed:
+            return cls(key.strip(), prefixed.group(2).strip(), prefixed.group(1))
+        return cls(key.strip(), spec)
+
+    @property
+    def effective_dialect(self) -> str | None:
+        """The dialect the spec fixes: its prefix, else its name when that is a dialect's (else the endpoint's own)."""
+        return self.dialect or (self.name if self.name in DIALECT_NAMES else None)
+
+
+class KGs(dict):
+    """The named KGs of a command or run, and the one `HttpClient` they share (closed with them if owned)."""
+
+    client: Any = None
+    owns_client: bool = False
+
+
+def open_kg(spec: KGSpec, *, http: HttpOptions = HttpOptions(), cache: CacheOptions = CacheOptions(), client=None):
+    """One `KG` from its spec. With `client` (the run's shared one) the KG uses it; without, it gets its own."""
+    dialect = spec.effective_dialect
+    endpoint = spec.endpoint
+    if endpoint is None:
+        if dialect is None:
+            raise KgfedError(f"no endpoint for KG {spec.name!r}: add --endpoint {spec.name}=SPEC (e.g. {spec.name}=file:kg.nt)")
+        from .demo import default_endpoint
+
+        endpoint = default_endpoint(dialect)
+    try:
+        return open_endpoint(endpoint, name=spec.name, dialect=dialect, partial=spec.partial, http=http, cache=cache,
+                             client=client)
+    except UnknownEndpoint:
+        if dialect is None and endpoint.startswith(("http://", "https://")):
+            raise UnknownEndpoint(f"endpoint {endpoint} of KG {spec.name!r} needs a dialect: write --endpoint "
+                                  f"{spec.name}=freebase@{endpoint} or {spec.name}=wikidata@{endpoint}") from None
+        raise
+
+
+def open_endpoint(endpoint: str, *, name: str | None = None, dialect: str | None = None, partial: str | None = None,
+                  http: HttpOptions = HttpOptions(), cache: CacheOptions = CacheOptions(), client=None):
+    """`KG.open` with the options of a run (the one place they are turned into its keyword arguments)."""
+    from .kg import KG
+
+    kwargs: dict[str, Any] = {"dialect": dialect, "name": name, "cache_dir": cache.root, "cache": cache.enabled,
+                              "offline": cache.offline, "refresh": cache.refresh, "max_age": cache.max_age,
+                              "timeout": http.timeout, "concurrency": http.concurrency}
+    if partial is not None:
+        kwargs["partial"] = partial
+    if client is not None:
+        kwargs["client"] = client
+    else:  # the KG's own client: the contact goes into its User-Agent
+        from ..endpoints.client import make_user_agent, resolve_contact
+
+        kwargs["user_agent"] = http.user_agent or make_user_agent(resolve_contact(http.contact))
+    return KG.open(endpoint, **kwargs)
+
+
+def open_kgs(specs: list[KGSpec], *, http: HttpOptions = HttpOptions(), cache: CacheOptions = CacheOptions(),
+             client=None) -> KGs:
+    """The named KGs of a run over one shared `HttpClient` (`client`, or a new one that `close_kgs` closes)."""
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names):
+        raise KgfedError(f"KG named twice ({', '.join(names)}): give each KG once")
+    kgs = KGs()
+    kgs.owns_client = client is None
+    kgs.client = client if client is not None else http.client()
+    try:
+        for spec in specs:
+            kgs[spec.name] = open_kg(spec, http=http, cache=cache, client=kgs.client)
+    except BaseException:
+        try:  # nothing was sent yet (sessions open lazily): closing only releases worker threads
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(close_kgs(kgs))
+        else:
+            loop.create_task(close_kgs(kgs))
+        raise
+    return kgs
+
+
+async def close_kgs(kgs: dict[str, Any]) -> None:
+    """Close every KG, then the shared client when the KGs own it."""
+    await asyncio.gather(*(kg.aclose() for kg in kgs.values()))
+    if getattr(kgs, "owns_client", False) and kgs.client is not None:  # type: ignore[attr-defined]
+        await kgs.client.aclose()  # type: ignore[attr-defined]
