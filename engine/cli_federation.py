@@ -12,15 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..sparql.errors import KgfedError
-from .config import DIALECT_NAMES, KGs, KGSpec, close_kgs
+from .config import DEFAULT_KGS, KGs, KGSpec, close_kgs
+from .config import kg_specs as config_kg_specs
 from .config import open_kgs as open_config_kgs
 
-DEFAULT_KGS = "freebase,wikidata"
 
 
 def register(command, add_source_options, add_cache_options) -> None:
@@ -50,7 +49,7 @@ def register(command, add_source_options, add_cache_options) -> None:
 
 def add_kg_options(parser: argparse.ArgumentParser) -> None:
     """--kg NAME[,NAME] and repeatable --endpoint NAME=SPEC (what `open_kgs` reads)."""
-    parser.add_argument("--kg", default=None, help=f"KGs to federate, comma-separated (default {DEFAULT_KGS}, or the --endpoint names)")
+    parser.add_argument("--kg", default=None, help=f"KGs to federate, comma-separated (default {','.join(DEFAULT_KGS)}, or the --endpoint names)")
     parser.add_argument("--endpoint", "-e", action="append", default=None, metavar="KG=[DIALECT@]SPEC",
                         help="endpoint of one KG, repeatable: freebase=file:fb.nt, wikidata=wikidata, fb=qlever-freebase, "
                              "fb2=freebase@http://host:8890/sparql (default: the bundled demo KG of that dialect)")
@@ -64,24 +63,8 @@ def add_alignment_options(parser: argparse.ArgumentParser) -> None:
 
 
 def kg_specs(args: argparse.Namespace) -> list[KGSpec]:
-    """The `KGSpec`s asked for: --kg names (else the --endpoint names, else freebase,wikidata), each with
-    its `--endpoint NAME=[DIALECT@]SPEC` (none: the demo KG of its dialect)."""
-    given = getattr(args, "kg", None)
-    names = [n.strip() for n in given.split(",") if n.strip()] if given else None
-    raw = getattr(args, "endpoint", None)
-    items = [raw] if isinstance(raw, str) else list(raw or [])
-    single = names[0] if names is not None and len(names) == 1 else None
-    parsed = [KGSpec.parse(item, name=single) for item in items]
-    by_name = {spec.name: spec for spec in parsed}
-    if names is None:
-        names = list(by_name) or DEFAULT_KGS.split(",")
-    if len(set(names)) != len(names):
-        raise KgfedError(f"KG named twice in --kg {given!r}: give each KG once")
-    extra = [n for n in by_name if n not in names]
-    if extra:
-        raise KgfedError(f"--endpoint for KG {extra[0]!r}, which --kg does not list: add it to --kg or drop the endpoint")
-    partial = getattr(args, "partial", None)
-    return [replace(by_name.get(name) or KGSpec(name), partial=partial) for name in names]
+    """The `KGSpec`s of --kg/--endpoint/--partial (`config.kg_specs`)."""
+    return config_kg_specs(getattr(args, "kg", None), getattr(args, "endpoint", None), partial=getattr(args, "partial", None))
 
 
 def endpoint_choices(args: argparse.Namespace, names: list[str] | None) -> dict[str, tuple[str | None, str]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..sparql.errors import KgfedError, UnknownEndpoint
@@ -91,6 +91,26 @@ class KGSpec:
     def effective_dialect(self) -> str | None:
         """The dialect the spec fixes: its prefix, else its name when that is a dialect's (else the endpoint's own)."""
         return self.dialect or (self.name if self.name in DIALECT_NAMES else None)
+
+
+DEFAULT_KGS = ("freebase", "wikidata")
+
+
+def kg_specs(kg: str | None, endpoints: list[str] | str | None = None, *, partial: str | None = None) -> list[KGSpec]:
+    """The KGs of `--kg NAME[,NAME]` with their `--endpoint NAME=[DIALECT@]SPEC` items: the names listed (else
+    the endpoints' names, else freebase,wikidata), each with its endpoint (none: the demo KG of its dialect)."""
+    names = [n.strip() for n in kg.split(",") if n.strip()] if kg else None
+    items = [endpoints] if isinstance(endpoints, str) else list(endpoints or [])
+    single = names[0] if names is not None and len(names) == 1 else None
+    by_name = {spec.name: spec for spec in (KGSpec.parse(item, name=single) for item in items)}
+    if names is None:
+        names = list(by_name) or list(DEFAULT_KGS)
+    if len(set(names)) != len(names):
+        raise KgfedError(f"KG named twice in --kg {kg!r}: give each KG once")
+    extra = [n for n in by_name if n not in names]
+    if extra:
+        raise KgfedError(f"--endpoint for KG {extra[0]!r}, which --kg does not list: add it to --kg or drop the endpoint")
+    return [replace(by_name.get(name) or KGSpec(name), partial=partial) for name in names]
 
 
 class KGs(dict):
