@@ -40,7 +40,7 @@ from typing import NamedTuple
 from ..endpoints.base import Endpoint
 from .costs import charge
 from .root import CacheSpec, Store, open_store
-from ..sparql.errors import Closed, OfflineMiss, PartialResult, UnexpectedAnswer
+from ..sparql.errors import Closed, KgfedError, OfflineMiss, PartialResult, UnexpectedAnswer
 from ..sparql.results import Expect, SelectResult, Term, check_answer, check_query_text
 
 DEFAULT_CACHE_DIR = Path(CacheSpec.of(None).location)  # kept for old imports; the root is `cache.root`
@@ -183,6 +183,19 @@ class ResponseCache:
         if found is None or (max_age is not None and time.time() - found.created > max_age):
             return None
         return found.result
+
+    def prefetch(self, keys: Sequence[str]) -> None:
+        """Read the entries of `keys` not yet in memory in one round trip (Redis `MGET`; on disk a read
+        costs no round trip, so nothing is done). Later `get`s of them are memory hits (max-age still applies)."""
+        if self.spec.backend == "disk":
+            return
+        missing = [k for k in dict.fromkeys(keys) if k not in self._memory and k not in self._pending]
+        if len(missing) < 2:
+            return
+        for key, blob in zip(missing, self._store.get_many(missing[:self._memory_size])):
+            found = decode(blob) if isinstance(blob, bytes) else None
+            if found is not None:
+                self._remember(key, found)
 
     def _remember(self, key: str, entry: Entry) -> None:
         self._memory[key] = entry
@@ -343,6 +356,12 @@ class CachedEndpoint:
         are taken at once; the misses are shared flights awaited together."""
         results: list[SelectResult | None] = []
         joined: list[tuple[int, _Flight]] = []
+        if self.cache is not None and not self._closed and len(queries) > 1 and (not self.refresh or self._refreshed):
+            try:
+                keys = [self._key(q) for q in queries]
+            except KgfedError:  # refused below, in query order
+                keys = []
+            self.cache.prefetch([k for k in keys if not self.refresh or k in self._refreshed])
         try:
             for i, query in enumerate(queries):
                 got = self._join(query)

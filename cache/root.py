@@ -12,8 +12,8 @@ kgfed keeps four stores: `responses` (SPARQL answers, `cache.responses.ResponseC
   of a run, each kind under its own key prefix (`kgfed:responses:KEY`, ...). Sentence vectors stay on
   each machine's disk (`~/.cache/kgfed/embeddings`): they are recomputed locally, not shared.
 
-`open_store(spec, kind)` hands out a `Store`: `get`, `set`, `set_many` (one transaction / one
-MULTI-EXEC pipeline: all or nothing), `delete`, `keys`, `__len__`, `clear`, `flush`, `close`; keys are
+`open_store(spec, kind)` hands out a `Store`: `get`, `get_many` (one `MGET` on Redis), `set`,
+`set_many` (one transaction / one MULTI-EXEC pipeline: all or nothing), `delete`, `keys`, `__len__`, `clear`, `flush`, `close`; keys are
 strings, values bytes. Batching and in-process memory are the caller's business (`ResponseCache`
 adds its writer thread on top).
 """
@@ -104,6 +104,7 @@ class Store(Protocol):
     location: str
 
     def get(self, key: str) -> bytes | None: ...
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]: ...
     def set(self, key: str, value: bytes) -> None: ...
     def set_many(self, items: Sequence[tuple[str, bytes]]) -> None: ...
     def delete(self, key: str) -> None: ...
@@ -127,6 +128,9 @@ class DiskStore:
     def get(self, key: str) -> bytes | None:
         value = self.cache.get(key)
         return value.encode("utf-8") if isinstance(value, str) else value  # str: written by kgfed < 0.2
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        return [self.get(key) for key in keys]
 
     def set(self, key: str, value: bytes) -> None:
         self.cache.set(key, value)
@@ -179,39 +183,51 @@ class RedisStore:
             raise KgfedError(f"cannot reach the Redis cache at {url} ({exc.__class__.__name__}: {exc}): start "
                              f"redis-server there or give another --cache-dir") from None
 
+    def _do(self, what: str, call: Any, *args: Any) -> Any:
+        """`call(*args)`, with a lost server as a one-line `KgfedError` (not a redis-py traceback)."""
+        try:
+            return call(*args)
+        except self._errors as exc:
+            raise KgfedError(f"the Redis cache at {self.location} failed to {what} ({exc.__class__.__name__}: {exc}): "
+                             f"check the server, or run with --no-cache") from None
+
     def get(self, key: str) -> bytes | None:
-        return self.client.get(self.prefix + key)
+        return self._do("read", self.client.get, self.prefix + key)
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """One `MGET` round trip for all of them."""
+        return self._do("read", self.client.mget, [self.prefix + key for key in keys]) if keys else []
 
     def set(self, key: str, value: bytes) -> None:
-        self.client.set(self.prefix + key, value)
+        self._do("write", self.client.set, self.prefix + key, value)
 
     def set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
-        if not items:
-            return
+        if items:
+            self._do("write", self._transaction, items)
+
+    def _transaction(self, items: Sequence[tuple[str, bytes]]) -> None:
         with self.client.pipeline(transaction=True) as pipe:
             for key, value in items:
                 pipe.set(self.prefix + key, value)
             pipe.execute()
 
     def delete(self, key: str) -> None:
-        self.client.delete(self.prefix + key)
+        self._do("delete", self.client.delete, self.prefix + key)
+
+    def _scan(self) -> list[bytes]:
+        return self._do("list keys", lambda: list(self.client.scan_iter(match=self.prefix + "*", count=1000)))
 
     def keys(self) -> Iterator[str]:
         start = len(self.prefix)
-        return (k.decode("utf-8", "surrogatepass")[start:] for k in self.client.scan_iter(match=self.prefix + "*", count=1000))
+        return (k.decode("utf-8", "surrogatepass")[start:] for k in self._scan())
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.client.scan_iter(match=self.prefix + "*", count=1000))
+        return len(self._scan())
 
     def clear(self) -> None:
-        batch: list[bytes] = []
-        for key in self.client.scan_iter(match=self.prefix + "*", count=1000):
-            batch.append(key)
-            if len(batch) >= 1000:
-                self.client.delete(*batch)
-                batch = []
-        if batch:
-            self.client.delete(*batch)
+        found = self._scan()
+        for i in range(0, len(found), 1000):
+            self._do("delete", self.client.delete, *found[i:i + 1000])
 
     def flush(self) -> None:
         """Writes are acknowledged by the server when `set`/`set_many` return (durability is its config)."""

@@ -7,6 +7,7 @@ import asyncio
 
 import pickle
 import subprocess
+import time
 import sys
 import textwrap
 from pathlib import Path
@@ -170,6 +171,58 @@ def test_a_cache_hit_costs_no_more_than_a_few_round_trips(redis_root):
     assert cache.stats["written"] == 1000 and cache.stats["transactions"] <= 1000 // 512 + 4
     assert cache.get("k999") == result and cache.get(cache_key("other", "ASK {}")) is None
     cache.close()
+
+
+async def test_a_batch_of_hits_is_one_redis_round_trip(redis_root, redis_server):
+    """`select_all` reads the entries it lacks with one MGET: a remote Redis costs one round trip per
+    batched call, not one per answer; the answers are those stored."""
+    import redis
+
+    from kgfed.cache.responses import CachedEndpoint
+    from kgfed.endpoints.embedded import EmbeddedEndpoint
+
+    queries = [f"SELECT ?o WHERE {{ <http://www.wikidata.org/entity/Q42> ?p ?o }} LIMIT {n}" for n in range(1, 21)]
+    endpoint = EmbeddedEndpoint([DEMO_WIKIDATA])
+    cold = CachedEndpoint(endpoint, ResponseCache(redis_root))
+    stored = await cold.select_all(queries)
+    cold.cache.close()
+    client = redis.Redis(host="127.0.0.1", port=redis_server.port)
+
+    def calls(command: str) -> int:
+        return client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
+
+    before = (calls("get"), calls("mget"))
+    warm = CachedEndpoint(endpoint, ResponseCache(redis_root))
+    assert await warm.select_all(queries) == stored and warm.stats["cache_hits"] == 20 and warm.stats["sent"] == 0
+    assert (calls("get") - before[0], calls("mget") - before[1]) == (0, 1)
+    warm.cache.close()
+    client.close()
+    await endpoint.aclose()
+
+
+def test_a_lost_redis_is_a_one_line_error_and_the_writer_keeps_going(tmp_path):
+    from tests.conftest_servers import RedisServer, ServerNotFound, unavailable
+
+    try:
+        server = RedisServer().start()
+    except ServerNotFound as exc:
+        unavailable(str(exc))
+    cache = ResponseCache(server.url(0), linger=0)
+    result = SelectResult(["x"], [{"x": Term("uri", "http://x/1")}])
+    cache.set("k", result)
+    cache.flush()
+    server.stop()
+    with pytest.raises(KgfedError, match=r"the Redis cache at redis://127\.0\.0\.1:\d+/0 failed to read .*--no-cache") as caught:
+        cache._memory.clear()
+        cache.get("k")
+    assert "\n" not in str(caught.value)
+    cache.set("k2", result)  # queued; the writer thread's failure is counted, never raised into the caller
+
+    deadline = time.monotonic() + 10
+    while not cache.stats["write_errors"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert cache.stats["write_errors"] >= 1 and "Redis cache" in cache.last_error
+    assert cache.get("k2") == result  # still served from memory
 
 
 # -- a run across machines: a two-node Ray cluster simulated on this one -------------------------------
