@@ -89,7 +89,8 @@ def cross_score(semantic: float, topics: Iterable, entities: Iterable, *, rho: f
     relevance = lambda_sem * semantic + (1.0 - lambda_sem) * jaccard(topics, ents)
     f1 = rho
     f2 = min(supporting_sources, max_width) / max_width
-    f3 = len(ents & set(graph_entities)) / len(ents) if ents else 0.0
+    known = graph_entities if isinstance(graph_entities, (set, frozenset)) else set(graph_entities)
+    f3 = len(ents & known) / len(ents) if ents else 0.0
     verification = alphas[0] * f1 + alphas[1] * f2 + alphas[2] * f3
     return CrossScore(relevance, f1, f2, f3, verification, alpha_cross * relevance + (1.0 - alpha_cross) * verification)
 
@@ -233,11 +234,13 @@ class HydraRAG(PoG):
         pool = [candidates[i] for i in top]
         vectors = await embedder.encode([self.verify_text(graph, p) for p in pool])
         similar = vectors @ vectors.T
-        graph_nodes = set(range(len(graph.merged.nodes)))
+        graph_nodes = frozenset(range(len(graph.merged.nodes)))
+        sources = [self.source_of(p) for p in pool]
+        close = similar >= self.p["gamma"]
         scored = []
         for a, i in enumerate(top):
             path = candidates[i]
-            support = {self.source_of(pool[b]) for b in range(len(pool)) if similar[a, b] >= self.p["gamma"]}
+            support = {sources[b] for b in close[a].nonzero()[0]}
             score = cross_score(sims[i], topic_nodes, self.entities_of(path), rho=self.rho_of(path),
                                 supporting_sources=len(support), graph_entities=graph_nodes, lambda_sem=lam, alpha_cross=self.p["alpha_cross"],
                                 alphas=self.p["alphas"], max_width=self.p["max_width"])

@@ -129,6 +129,7 @@ class Graph:
                 self.adj[link.object].append((i, link.subject, False))
         self.key_index = {(kg, ident): i for i, node in enumerate(merged.nodes) for kg, ident in node.ids.items()}
         self.wiki = {name for name, dialect in merged.kgs.items() if dialect == "wikidata"}
+        self._step_texts: dict[tuple[Step, bool], str] = {}
 
     def index(self, kg: str, ident: str) -> int | None:
         return self.key_index.get((kg, ident))
@@ -142,7 +143,13 @@ class Graph:
         return bool(self.merged.nodes[i].label)
 
     def step_text(self, step: Step, *, words: bool = False) -> str:
-        """Relation as shown: Freebase ids (their words with `words`), Wikidata labels."""
+        """Relation as shown: Freebase ids (their words with `words`), Wikidata labels (memoised per graph)."""
+        known = self._step_texts.get((step, words))
+        if known is None:
+            known = self._step_texts[(step, words)] = self._step_text(step, words)
+        return known
+
+    def _step_text(self, step: Step, words: bool) -> str:
         label = self.merged.relation_labels.get(step.kg, {}).get(step.relation)
         if step.kg in self.wiki or not label:
             text = label or step.relation
@@ -236,6 +243,8 @@ def connecting_paths(graph: Graph, a: int, b: int, max_length: int, min_length: 
     if b not in keep:
         return []
     raw: list[list[tuple[int, int, bool]]] = []
+    # the reduced graph: each kept node's neighbours inside `keep`, with their distance to b (same order)
+    near = {u: [(link, v, forward, db[v]) for link, v, forward in graph.adj.get(u, ()) if v in keep] for u in keep}
 
     def walk(u: int, trail: list[tuple[int, int, bool]], visited: set[int]) -> None:
         if len(raw) >= MAX_RAW_PATHS:
@@ -244,8 +253,9 @@ def connecting_paths(graph: Graph, a: int, b: int, max_length: int, min_length: 
             if len(trail) >= min_length:
                 raw.append(list(trail))
             return
-        for link, v, forward in graph.adj.get(u, ()):
-            if v in keep and v not in visited and len(trail) + 1 + db[v] <= max_length:
+        room = max_length - len(trail) - 1
+        for link, v, forward, to_b in near[u]:
+            if to_b <= room and v not in visited:
                 trail.append((link, v, forward))
                 visited.add(v)
                 walk(v, trail, visited)
@@ -253,19 +263,38 @@ def connecting_paths(graph: Graph, a: int, b: int, max_length: int, min_length: 
                 trail.pop()
 
     walk(a, [], {a})
-    clustered: dict[tuple[Step, ...], ClusteredPath] = {}
+    # clustered by relation sequence: each (link, direction) numbered by its Step, a sequence keyed by the numbers
+    edges = graph.merged.edges
+    steps_known: dict[Step, int] = {}
+    step_list: list[Step] = []
+    number: dict[tuple[int, bool], int] = {}
+
+    def numbered(link: int, forward: bool) -> int:
+        step = Step(edges[link].kg, edges[link].relation, forward)
+        n = steps_known.setdefault(step, len(step_list))
+        if n == len(step_list):
+            step_list.append(step)
+        number[(link, forward)] = n
+        return n
+
+    clustered: dict[tuple[int, ...], tuple[ClusteredPath, list[set[int]]]] = {}
     for trail in raw:
-        steps = tuple(Step(graph.merged.edges[l].kg, graph.merged.edges[l].relation, f) for l, _, f in trail)
-        path = clustered.get(steps)
-        if path is None:
-            path = clustered[steps] = ClusteredPath([frozenset([a])] + [frozenset()] * len(steps), list(steps),
-                                                    [dict() for _ in steps], anchors=(0, len(steps)))
+        key = tuple(number[(l, f)] if (l, f) in number else numbered(l, f) for l, _, f in trail)
+        entry = clustered.get(key)
+        if entry is None:
+            steps = [step_list[n] for n in key]
+            entry = clustered[key] = (ClusteredPath([frozenset([a])] + [frozenset()] * len(steps), steps,
+                                                    [dict() for _ in steps], anchors=(0, len(steps))),
+                                      [set() for _ in steps])
+        path, members = entry
         prev = a
         for k, (link, v, _) in enumerate(trail):
-            path.sets[k + 1] = path.sets[k + 1] | {v}
+            members[k].add(v)
             path.parents[k].setdefault(v, (prev, link))
             prev = v
-    return list(clustered.values())
+    for path, members in clustered.values():  # the member sets, frozen once
+        path.sets[1:] = [frozenset(m) for m in members]
+    return [path for path, _ in clustered.values()]
 
 
 def chain_paths(graph: Graph, anchors: Sequence[int], depth: int, *, total: tuple[int, int] | None = None,
@@ -692,6 +721,7 @@ def _graft(graph: Graph, more: MergedGraph) -> None:
         remap[j] = found
     for kg, labels in more.relation_labels.items():
         merged.relation_labels.setdefault(kg, {}).update(labels)
+    graph._step_texts.clear()  # a relation may have gained its label
     for link in more.edges:
         new = replace(link, subject=remap[link.subject], object=remap[link.object])
         index = len(merged.edges)
