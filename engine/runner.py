@@ -15,7 +15,6 @@ to a JSONL sidecar beside the predictions.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -25,7 +24,10 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import CacheOptions, HttpOptions, KGSpec
 
 from ..sparql.errors import KgfedError
 from .datasets import Question, gold_answers, read_records
@@ -72,6 +74,30 @@ class RunSpec:
         embeddings = self.embeddings_dir or (None if options["no_cache"] else str(root.directory("embeddings")))
         return RunSpec(self.method, dict(self.params), options, self.llm, self.text, embeddings)
 
+    def _options(self) -> dict[str, Any]:
+        return {**KG_OPTION_DEFAULTS, **self.kg_options}
+
+    def kg_specs(self) -> list["KGSpec"]:
+        """The run's KGs as value objects (from the `--kg`/`--endpoint`/`--partial` options)."""
+        from .config import kg_specs
+
+        options = self._options()
+        return kg_specs(options["kg"], options["endpoint"], partial=options["partial"])
+
+    def http_options(self) -> "HttpOptions":
+        from .config import HttpOptions
+
+        options = self._options()
+        return HttpOptions(timeout=options["timeout"], user_agent=options["user_agent"], contact=options["contact"],
+                           concurrency=options["concurrency"])
+
+    def cache_options(self) -> "CacheOptions":
+        from .config import CacheOptions
+
+        options = self._options()
+        return CacheOptions(root=options["cache_dir"], enabled=not options["no_cache"], offline=options["offline"],
+                            refresh=bool(options["refresh"]), max_age=options["max_age"])
+
 
 def method_class(name: str):
     """The Method class for a registry name or `package.module:Class`."""
@@ -105,7 +131,7 @@ class Runtime:
         self.embedder = None
 
     async def __aenter__(self) -> "Runtime":
-        from .cli_federation import open_kgs
+        from .config import open_kgs
         from .llm import make_llm
 
         cls = method_class(self.spec.method)
@@ -117,7 +143,8 @@ class Runtime:
                 raise KgfedError(f"{missing} (or choose an LLM with --llm)")
         self._client = self._http_client()
         try:
-            self.kgs = open_kgs(argparse.Namespace(**self.spec.kg_options), client=self._client)
+            self.kgs = open_kgs(self.spec.kg_specs(), http=self.spec.http_options(), cache=self.spec.cache_options(),
+                                client=self._client)
             self.llm = make_llm(self.spec.llm, client=self._client)
             self.embedder = self._embedder()
             self._preload()
@@ -164,14 +191,10 @@ class Runtime:
 
     def _http_client(self):
         """The run's one HttpClient: every KG, the text source and the LLM share its per-host caps and pauses."""
-        from ..endpoints.client import HttpClient
-
-        options = {**KG_OPTION_DEFAULTS, **self.spec.kg_options}
-        return HttpClient.configured(user_agent=options["user_agent"], contact=options["contact"],
-                                     timeout=options["timeout"], concurrency=options["concurrency"])
+        return self.spec.http_options().client()
 
     async def aclose(self) -> None:
-        from .cli_federation import close_kgs
+        from .config import close_kgs
 
         for closer in (getattr(self.text, "aclose", None), getattr(self.llm, "aclose", None)):
             if closer is not None:
