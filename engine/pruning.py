@@ -10,6 +10,7 @@ False, LLM scoring falls back to SBERT, so every function also runs LLM-free.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import Callable, Awaitable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ POG_STRATEGIES = ("fuzzy", "fuzzy+precise", "fuzzy+branch", "fuzzy+branch+precis
 PATHS_PER_CALL = 40  # PoG/HydraRAG show the LLM at most 40 numbered paths per selection call
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def relation_text(relation: str) -> str:
     """Words of a relation id for SBERT/BM25: `people.person.place_of_birth` → `people person place of birth`."""
     return re.sub(r"[._|/:#]+", " ", relation).strip()
