@@ -440,7 +440,11 @@ class _Matcher:
         if close:
             return self.folded[close[0]]
         tails = [c for k, c in self.folded.items() if k.endswith("." + key)]  # `nationality` → `people.person.nationality`
-        return tails[0] if len(tails) == 1 else None
+        if len(tails) == 1:
+            return tails[0]
+        # the first leg of one compound (CVT) relation, as a real model writes it: `a` → `a|b`
+        heads = [c for k, c in self.folded.items() if k.startswith(key + "|")]
+        return heads[0] if len(heads) == 1 else None
 
 
 def _json_values(text: str) -> list:
