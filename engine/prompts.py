@@ -434,6 +434,8 @@ class _Matcher:
         if name in self.exact:
             return name
         key = _norm(name)
+        if key.startswith("wiki.relation.") and key[14:] in self.folded:  # ToG's Wikidata example spells labels so
+            return self.folded[key[14:]]
         if key in self.folded:
             return self.folded[key]
         close = difflib.get_close_matches(key, list(self.folded), n=1, cutoff=self.cutoff)

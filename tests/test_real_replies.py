@@ -174,6 +174,13 @@ def test_real_relation_reply_naming_one_leg_of_a_compound_relation():
         parse_relation_scores(reply, offered)
 
 
+def test_real_wikidata_relation_reply_in_tog_example_spelling():
+    """On Wikidata prompts the real model copies the spelling of ToG's one-shot example (`wiki.relation.xxx`)."""
+    reply = ("1. {wiki.relation.country_of_citizenship (Score: 0.5)}: This relation is highly relevant as it can provide "
+             "information about the country of citizenship of Justin Bieber, which is Canada.")
+    assert parse_relation_scores(reply, ["award received", "country of citizenship", "genre"]) == [("country of citizenship", 0.5)]
+
+
 def test_real_relation_reply_cut_inside_a_score():
     """Cut at the 120-token cap inside `{film.performance.film (Score: 0.`: the two complete ones are read."""
     reply = ("1. {film.performance.actor (Score: 0.6)}: This relation is highly relevant as it directly relates to the actor "
