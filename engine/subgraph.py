@@ -172,7 +172,7 @@ async def expand(
     report("aligning topics", 0, total)
     frontier = await _seed(topics, kgs, aligner)
     for name, ids in frontier.items():
-        for entity in ids:
+        for entity in sorted(ids):  # sets of ids: sorted, so node order never depends on the hash seed
             state.reach(name, entity, 0)
     state.topics = {(n, i) for n, ids in frontier.items() for i in ids}
     for hop in range(1, hops + 1):
@@ -185,7 +185,7 @@ async def expand(
                 if state.add(name, edge, hop):
                     new[name].add(edge.entity)
         if hop < hops and len(kgs) > 1 and any(new.values()):  # expand what one KG reached in the others too
-            for a in await aligner.align_pools(new):
+            for a in await aligner.align_pools({name: sorted(ids) for name, ids in new.items()}):
                 for kg, entity in (a.target_kg, a.target), (a.source_kg, a.source):
                     if state.reach(kg, entity, hop):
                         new[kg].add(entity)
