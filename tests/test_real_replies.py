@@ -270,3 +270,18 @@ def test_tog_recorded_run_chosen_relations_costs_and_fallbacks():
                               "fallbacks per question": [1, 1, 3, 2, 2]}
     assert totals["federation3"] == {"llm_calls": 17, "input_tokens": 10300, "output_tokens": 854, "parse_fallbacks": 8,
                                      "fallbacks per question": [1, 3, 4]}
+
+
+@pytest.mark.skipif(not (REAL / "tog2").is_dir(), reason="no real ToG-2 recordings")
+def test_tog2_recorded_run_verdicts_costs_and_fallbacks():
+    """ToG-2's reasoning replies (stopped at "\\nQuestion:"/"\\nExample", at most 200 tokens) all start with a verdict;
+    the run's calls, tokens and parse fallbacks are the recorded ones."""
+    verdicts = [r["text"] for r in _replies("tog2") if r["prompt"].startswith("Given a question, some clues")]
+    assert verdicts and all(re.match(r"\{(Yes|No)\}", text) for text in verdicts)
+    assert all(r["stop"] == ["\nQuestion:", "\nExample"] and r["max_tokens"] == 200 for r in _replies("tog2")
+               if r["prompt"].startswith("Given a question, some clues"))
+    rows = [json.loads(line) for line in (REAL / "tog2" / "federation3.predictions.jsonl").read_text().splitlines()]
+    assert [row["results"] for row in rows][1] == "{Russian}"
+    costs = [json.loads(line) for line in (REAL / "tog2" / "federation3.predictions.costs.jsonl").read_text().splitlines()]
+    assert {k: sum(c.get(k, 0) for c in costs) for k in COST_KEYS} == {
+        "llm_calls": 25, "input_tokens": 15818, "output_tokens": 1343, "parse_fallbacks": 10}
