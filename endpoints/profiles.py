@@ -74,6 +74,15 @@ def profile_for_url(url: str) -> Profile | None:
     return None
 
 
+def with_default_graph(spec: str, graph: str | None) -> str:
+    """A URL spec with `default-graph-uri=GRAPH` added (Virtuoso's named graphs); other specs unchanged."""
+    if not graph or not spec.startswith(("http://", "https://")):
+        return spec
+    from urllib.parse import urlencode
+
+    return spec + ("&" if "?" in spec else "?") + urlencode({"default-graph-uri": graph})
+
+
 def sniff_dialect(path: str | Path) -> Dialect | None:
     """Guess a file's dialect from the IRIs in its first 200 lines."""
     with open(path, encoding="utf-8", errors="replace") as fh:

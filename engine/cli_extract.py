@@ -75,9 +75,9 @@ def register(command, add_source_options, add_cache_options) -> None:
 
 def _lookup(args: argparse.Namespace, spec: str, dialect: str | None):
     from .cli import open_kg
-    from .cli_freebase import _with_graph
+    from ..endpoints.profiles import with_default_graph
 
-    return open_kg(args, spec=_with_graph(spec, getattr(args, "graph", None)), dialect=dialect)
+    return open_kg(args, spec=with_default_graph(spec, getattr(args, "graph", None)), dialect=dialect)
 
 
 def _list(value: str | None) -> tuple[str, ...] | None:

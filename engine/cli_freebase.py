@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 from ..sparql.errors import KgfedError
 
@@ -169,13 +168,8 @@ def _is_entity(kg, short_id: str) -> bool:
         return False
 
 
-def _with_graph(spec: str, graph: str | None) -> str:
-    if not graph or not spec.startswith(("http://", "https://")):
-        return spec
-    return spec + ("&" if "?" in spec else "?") + urlencode({"default-graph-uri": graph})
-
-
 async def cmd_gold(args: argparse.Namespace) -> int:
+    from ..endpoints.profiles import with_default_graph
     from .cli import emit, open_kg
     from .cli_federation import _progress
 
@@ -183,7 +177,7 @@ async def cmd_gold(args: argparse.Namespace) -> int:
     reports = []
     with _progress() as progress:
         for spec in args.endpoint:
-            async with open_kg(args, spec=_with_graph(spec, args.graph), dialect=args.dialect) as kg:
+            async with open_kg(args, spec=with_default_graph(spec, args.graph), dialect=args.dialect) as kg:
                 rewrite = {"yes": True, "no": False}.get(args.rewrite)
                 if rewrite is None:
                     rewrite = not await is_virtuoso(kg)

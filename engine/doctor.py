@@ -64,18 +64,18 @@ async def diagnose(args: argparse.Namespace) -> dict[str, Any]:
     """Run the checks on `args.spec` (with --dialect, --graph, --probe, --no-size and the HTTP options)."""
     from ..endpoints.http import HttpEndpoint
     from ..endpoints.profiles import PROFILES
-    from .cli import open_kg
-    from .cli_freebase import _with_graph
+    from ..endpoints.profiles import with_default_graph
+    from .config import CacheOptions, HttpOptions, open_endpoint
     from .kg import KG
 
-    spec = _with_graph(args.spec, getattr(args, "graph", None))
+    spec = with_default_graph(args.spec, getattr(args, "graph", None))
     report = Report(spec)
-    settings = argparse.Namespace(**{**vars(args), "no_cache": True, "offline": False,
-                                     "cache_dir": getattr(args, "cache_dir", None),
-                                     "concurrency": getattr(args, "concurrency", None)})
+    http = HttpOptions(timeout=getattr(args, "timeout", 60.0), user_agent=getattr(args, "user_agent", None),
+                       contact=getattr(args, "contact", None), concurrency=getattr(args, "concurrency", None))
     wanted = args.dialect or (PROFILES[spec].dialect if spec in PROFILES else None)
     try:  # a URL needs some dialect to open; the data decides below
-        opened = open_kg(settings, spec=spec, dialect=wanted or (None if spec.startswith("file:") else "freebase"))
+        opened = open_endpoint(spec, dialect=wanted or (None if spec.startswith("file:") else "freebase"),
+                               partial=getattr(args, "partial", None), http=http, cache=CacheOptions(enabled=False))
     except KgfedError as exc:
         report.add("reachable", "fail", str(exc))
         return _finish(report, None)
