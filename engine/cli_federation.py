@@ -21,7 +21,6 @@ from .config import kg_specs as config_kg_specs
 from .config import open_kgs as open_config_kgs
 
 
-
 def register(command, add_source_options, add_cache_options) -> None:
     p = command("align", cmd_align, "align entities across KGs (Freebase mid <-> Wikidata QID) with method and confidence")
     p.add_argument("ids", nargs="+", help="m.0d3k14 / Q42 … (each is looked up in every other KG)")
@@ -65,14 +64,6 @@ def add_alignment_options(parser: argparse.ArgumentParser) -> None:
 def kg_specs(args: argparse.Namespace) -> list[KGSpec]:
     """The `KGSpec`s of --kg/--endpoint/--partial (`config.kg_specs`)."""
     return config_kg_specs(getattr(args, "kg", None), getattr(args, "endpoint", None), partial=getattr(args, "partial", None))
-
-
-def endpoint_choices(args: argparse.Namespace, names: list[str] | None) -> dict[str, tuple[str | None, str]]:
-    """`--endpoint NAME=[DIALECT@]SPEC` items as {name: (dialect or None, spec)}."""
-    raw = getattr(args, "endpoint", None)
-    items = [raw] if isinstance(raw, str) else list(raw or [])
-    single = names[0] if names is not None and len(names) == 1 else None
-    return {spec.name: (spec.dialect, spec.endpoint) for spec in (KGSpec.parse(item, name=single) for item in items)}
 
 
 def kg_names(args: argparse.Namespace) -> list[str]:

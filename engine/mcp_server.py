@@ -356,9 +356,10 @@ class Engine:
         async with self._lock:
             if self._text is None:
                 from .cli_context import default_text_source
+                from .cli_federation import kg_specs
                 from .context import open_text_source
 
-                live = any(default_text_source(item.partition("=")[2] or item) == "wikipedia" for item in self.args.endpoint or [])
+                live = any(default_text_source(spec.endpoint) == "wikipedia" for spec in kg_specs(self.args))
                 spec = self.args.text_source or ("wikipedia" if live else "demo")
                 client = None
                 if spec == "wikipedia":

@@ -12,7 +12,8 @@ import pyoxigraph as ox
 import pytest
 
 from kgfed.engine.cli import main
-from kgfed.engine.cli_federation import close_kgs, endpoint_choices, open_kgs
+from kgfed.engine.cli_federation import close_kgs, open_kgs
+from kgfed.engine.config import KGSpec, kg_specs
 from kgfed.sparql.errors import KgfedError
 
 from .conftest import CWQ_NT, need
@@ -26,10 +27,10 @@ def namespace(*endpoints: str, kg: str | None = None) -> argparse.Namespace:
 
 
 def test_the_prefix_is_the_dialect_and_only_a_known_dialect_is_a_prefix():
-    args = namespace("fb2=freebase@http://127.0.0.1:9/sparql", "wd=wikidata@file:wd.nt",
-                     "auth=http://user@host.example/sparql", "odd=file:with@sign.nt")
-    assert endpoint_choices(args, None) == {"fb2": ("freebase", "http://127.0.0.1:9/sparql"), "wd": ("wikidata", "file:wd.nt"),
-                                            "auth": (None, "http://user@host.example/sparql"), "odd": (None, "file:with@sign.nt")}
+    specs = kg_specs(None, ["fb2=freebase@http://127.0.0.1:9/sparql", "wd=wikidata@file:wd.nt",
+                            "auth=http://user@host.example/sparql", "odd=file:with@sign.nt"])
+    assert specs == [KGSpec("fb2", "http://127.0.0.1:9/sparql", "freebase"), KGSpec("wd", "file:wd.nt", "wikidata"),
+                     KGSpec("auth", "http://user@host.example/sparql"), KGSpec("odd", "file:with@sign.nt")]
 
 
 async def test_two_freebase_kgs_by_url_and_file_answer_alike(oxigraph_freebase):
