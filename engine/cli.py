@@ -144,17 +144,14 @@ def http_options(args: argparse.Namespace):
     """`HttpOptions` from --timeout/--user-agent/--contact/--concurrency."""
     from .config import HttpOptions
 
-    return HttpOptions(timeout=getattr(args, "timeout", 60.0), user_agent=getattr(args, "user_agent", None),
-                       contact=getattr(args, "contact", None), concurrency=getattr(args, "concurrency", None))
+    return HttpOptions.from_options(vars(args))
 
 
 def cache_options(args: argparse.Namespace):
     """`CacheOptions` from --cache-dir/--no-cache/--offline/--refresh/--max-age."""
     from .config import CacheOptions
 
-    return CacheOptions(root=getattr(args, "cache_dir", None), enabled=not getattr(args, "no_cache", False),
-                        offline=getattr(args, "offline", False), refresh=bool(getattr(args, "refresh", False)),
-                        max_age=getattr(args, "max_age", None))
+    return CacheOptions.from_options(vars(args))
 
 
 def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | None = None, name: str | None = None,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, replace
+from collections.abc import Mapping
 from typing import Any
 
 from ..sparql.errors import KgfedError, UnknownEndpoint
@@ -35,6 +36,12 @@ class HttpOptions:
     contact: str | None = None
     concurrency: int | None = None  # None: each host's own default (WDQS 5, QLever 4, Wikimedia APIs 3, others 16)
 
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> "HttpOptions":
+        """From option names as the CLI spells them (`timeout`, `user_agent`, `contact`, `concurrency`)."""
+        return cls(timeout=options.get("timeout", 60.0), user_agent=options.get("user_agent"),
+                   contact=options.get("contact"), concurrency=options.get("concurrency"))
+
     def client(self):
         """A new `HttpClient` with these options (the caller closes it)."""
         from ..endpoints.client import HttpClient
@@ -52,6 +59,13 @@ class CacheOptions:
     offline: bool = False  # answer only from the cache; a miss is an error
     refresh: bool = False  # re-fetch every answer once and store the new one
     max_age: float | None = None  # seconds; None: the endpoint's default (a week for live Wikidata)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> "CacheOptions":
+        """From option names as the CLI spells them (`cache_dir`, `no_cache`, `offline`, `refresh`, `max_age`)."""
+        return cls(root=options.get("cache_dir"), enabled=not options.get("no_cache", False),
+                   offline=bool(options.get("offline", False)), refresh=bool(options.get("refresh", False)),
+                   max_age=options.get("max_age"))
 
 
 @dataclass(frozen=True)

@@ -70,8 +70,7 @@ async def diagnose(args: argparse.Namespace) -> dict[str, Any]:
 
     spec = with_default_graph(args.spec, getattr(args, "graph", None))
     report = Report(spec)
-    http = HttpOptions(timeout=getattr(args, "timeout", 60.0), user_agent=getattr(args, "user_agent", None),
-                       contact=getattr(args, "contact", None), concurrency=getattr(args, "concurrency", None))
+    http = HttpOptions.from_options(vars(args))
     wanted = args.dialect or (PROFILES[spec].dialect if spec in PROFILES else None)
     try:  # a URL needs some dialect to open; the data decides below
         opened = open_endpoint(spec, dialect=wanted or (None if spec.startswith("file:") else "freebase"),

@@ -87,16 +87,12 @@ class RunSpec:
     def http_options(self) -> "HttpOptions":
         from .config import HttpOptions
 
-        options = self._options()
-        return HttpOptions(timeout=options["timeout"], user_agent=options["user_agent"], contact=options["contact"],
-                           concurrency=options["concurrency"])
+        return HttpOptions.from_options(self._options())
 
     def cache_options(self) -> "CacheOptions":
         from .config import CacheOptions
 
-        options = self._options()
-        return CacheOptions(root=options["cache_dir"], enabled=not options["no_cache"], offline=options["offline"],
-                            refresh=bool(options["refresh"]), max_age=options["max_age"])
+        return CacheOptions.from_options(self._options())
 
 
 def method_class(name: str):
