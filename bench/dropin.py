@@ -5,7 +5,7 @@ blocking `SPARQLWrapper(url).query().convert()` per entity, relation and candida
 four ways in one process, against the same server, interleaved (the order rotates), `--repeat` times:
 
 - genuine:   `from SPARQLWrapper import SPARQLWrapper` (urllib, a new connection per query, no cache)
-- cold:      `from kgfed.engine.sync import SPARQLWrapper` with an empty cache directory
+- cold:      `from kgfed.engine.kg.sync import SPARQLWrapper` with an empty cache directory
 - warm:      the same, again, on the cache the cold run filled
 - cache off: the drop-in with `cache=False` (kgfed's client, nothing stored)
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import SPARQLWrapper as genuine_package
 
-from kgfed.engine import sync
+from kgfed.engine.kg import sync
 
 from .tog_pattern import load_topics, start_server, tog_explore
 

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         for old in directory.glob("*.json"):
             if old.name != "sidecar.json":
                 old.unlink()
-    from kgfed.engine.local_llm import LocalLLM
+    from kgfed.engine.toolbox.local_llm import LocalLLM
 
     settings = LocalLLM(args.model).settings
     sidecar_path = directory / "sidecar.json"

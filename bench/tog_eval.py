@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from kgfed.engine.datasets import Question, gold_answers, load_dataset
-from kgfed.engine.evaluate import strict_match, tog_match
+from kgfed.engine.harness.datasets import Question, gold_answers, load_dataset
+from kgfed.engine.harness.evaluate import strict_match, tog_match
 from kgfed.engine.kg import KG
-from kgfed.engine.llm import make_llm
+from kgfed.engine.toolbox.llm import make_llm
 from kgfed.engine.methods import get_method
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +94,7 @@ class ParagraphSource:
 
     async def search(self, text: str, limit: int = 10):
         from kgfed.endpoints.wikipedia import SearchHit, SearchResults
-        from kgfed.engine.pruning import bm25_scores
+        from kgfed.engine.toolbox.pruning import bm25_scores
 
         scores = bm25_scores(text, self.docs)
         ranked = [i for i in sorted(range(len(scores)), key=lambda i: -scores[i]) if scores[i] > 0][:limit]
@@ -129,7 +129,7 @@ async def run(args) -> dict:
     text = None
     tmp = tempfile.TemporaryDirectory()
     if args.text and args.text != "paragraphs":
-        from kgfed.engine.context import open_text_source
+        from kgfed.engine.text.context import open_text_source
 
         text = open_text_source(args.text)
     rows = []

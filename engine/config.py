@@ -141,7 +141,7 @@ def open_kg(spec: KGSpec, *, http: HttpOptions = HttpOptions(), cache: CacheOpti
     if endpoint is None:
         if dialect is None:
             raise KgfedError(f"no endpoint for KG {spec.name!r}: add --endpoint {spec.name}=SPEC (e.g. {spec.name}=file:kg.nt)")
-        from .demo import default_endpoint
+        from .data import default_endpoint
 
         endpoint = default_endpoint(dialect)
     try:
@@ -157,7 +157,7 @@ def open_kg(spec: KGSpec, *, http: HttpOptions = HttpOptions(), cache: CacheOpti
 def open_endpoint(endpoint: str, *, name: str | None = None, dialect: str | None = None, partial: str | None = None,
                   http: HttpOptions = HttpOptions(), cache: CacheOptions = CacheOptions(), client=None):
     """`KG.open` with the options of a run (the one place they are turned into its keyword arguments)."""
-    from .kg import KG
+    from .kg.facade import KG
 
     kwargs: dict[str, Any] = {"dialect": dialect, "name": name, "cache_dir": cache.root, "cache": cache.enabled,
                               "offline": cache.offline, "refresh": cache.refresh, "max_age": cache.max_age,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.engine.align import Aligner, Alignment, best_matches, exclusive, p646_to_mid
+from kgfed.engine.federation.align import Aligner, Alignment, best_matches, exclusive, p646_to_mid
 from kgfed.engine.kg import KG
 from kgfed.sparql.errors import InvalidIdentifier, KgfedError
 
@@ -274,7 +274,7 @@ def test_cli_align_bad_input_is_one_line(capsys, argv, message):
 def test_open_kgs_is_reusable_with_a_single_bare_endpoint():
     import argparse
 
-    from kgfed.engine.cli_federation import kg_names, open_kgs
+    from kgfed.engine.cli.federation import kg_names, open_kgs
 
     args = argparse.Namespace(kg="wikidata", endpoint=f"file:{need(WD_NT)}", cache_dir=None, no_cache=True, offline=False,
                               timeout=5.0, concurrency=None, user_agent=None)

@@ -15,7 +15,7 @@ from kgfed.cache.responses import ResponseCache, cache_key
 from kgfed.endpoints.client import HttpClient
 from kgfed.endpoints.http import HttpEndpoint
 from kgfed.engine.kg import KG
-from kgfed.engine.model import Answer, AnswerMap
+from kgfed.engine.kg.model import Answer, AnswerMap
 from kgfed.sparql.dialects import WIKIDATA
 from kgfed.sparql.errors import EndpointError, KgfedError, PartialResult, RateLimited, UnexpectedAnswer
 from kgfed.sparql.results import Expect, SelectResult, check_answer, parse_sparql_json, query_form

@@ -7,7 +7,7 @@ import pytest
 
 from kgfed.engine.cli import main
 from kgfed.engine.methods.base import UNNAMED, Result
-from kgfed.engine.model import Edge
+from kgfed.engine.kg.model import Edge
 
 from .conftest import CWQ_NT, FED_DIR, need
 

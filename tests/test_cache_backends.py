@@ -16,11 +16,11 @@ import pytest
 
 from kgfed.cache.responses import ResponseCache, cache_key
 from kgfed.cache.root import CacheSpec, DiskStore, RedisStore, Store, local_root, open_store
-from kgfed.engine.datasets import load_dataset
-from kgfed.engine.demo import DEMO_WIKIDATA
+from kgfed.engine.harness.datasets import load_dataset
+from kgfed.engine.data import DEMO_WIKIDATA
 from kgfed.engine.kg import KG
 from kgfed.engine.methods.base import Method, Result
-from kgfed.engine.runner import RunSpec, run, select_questions
+from kgfed.engine.harness.runner import RunSpec, run, select_questions
 from kgfed.sparql.errors import KgfedError
 from kgfed.sparql.results import SelectResult, Term
 
@@ -128,8 +128,8 @@ def test_several_processes_share_one_root_and_every_entry_is_whole(cache_root):
 async def test_kg_alignments_and_text_share_the_redis_root(redis_root, tmp_path):
     """`KG.open(cache_dir=redis://…)` keeps answers in Redis: a second KG (any process) gets hits only;
     the aligner's and the text source's stores come from the same root."""
-    from kgfed.engine.align import Aligner
-    from kgfed.engine.context import open_text_source
+    from kgfed.engine.federation.align import Aligner
+    from kgfed.engine.text.context import open_text_source
 
     async with KG.open(f"file:{DEMO_WIKIDATA}", cache_dir=redis_root) as kg:
         first = await kg.relations("Q42")

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kgfed.cache.responses import CachedEndpoint, ResponseCache, cache_key, decode, encode, normalise_query
 from kgfed.endpoints.embedded import EmbeddedEndpoint
-from kgfed.engine.demo import DEMO_WIKIDATA
-from kgfed.engine.kg import KG, LIVE_MAX_AGE, default_max_age
+from kgfed.engine.data import DEMO_WIKIDATA
+from kgfed.engine.kg.facade import KG, LIVE_MAX_AGE, default_max_age
 from kgfed.sparql.results import SelectResult, Term
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -80,7 +80,7 @@ def test_bad_input_is_one_line_and_nonzero(capsys, argv, message):
 
 
 def test_cli_starts_fast_without_heavy_imports():
-    code = ("import sys, time; t=time.perf_counter(); from kgfed.engine import cli; "
+    code = ("import sys, time; t=time.perf_counter(); from kgfed.engine.cli import app as cli; "
             "cli.build_parser(); print(time.perf_counter()-t); "
             "print(any(m in sys.modules for m in ('torch', 'sentence_transformers', 'anthropic')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout.split()

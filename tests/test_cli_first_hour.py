@@ -74,7 +74,7 @@ def test_numeric_options_are_checked_up_front(capsys, argv, message):
 
 
 def test_every_numeric_option_has_a_checked_type():
-    from kgfed.engine.cli import build_parser
+    from kgfed.engine.cli.app import build_parser
 
     parser, _ = build_parser()
     unchecked = [(name, a.option_strings) for name, sub in parser._subparsers._group_actions[0].choices.items()
@@ -125,7 +125,7 @@ def test_version_and_one_line_argument_errors(capsys):
 
 
 def test_option_names_mean_one_thing_across_commands():
-    from kgfed.engine.cli import build_parser
+    from kgfed.engine.cli.app import build_parser
 
     parser, _ = build_parser()
     meanings: dict[str, set[str]] = {}
@@ -283,7 +283,7 @@ def test_commands_without_embeddings_import_nothing_heavy():
 def test_embedding_load_reports_start_and_end(monkeypatch, tmp_path):
     """`embeddings.on_loading` (the CLI's spinner, the run's bar) hears when a model load starts and ends,
     also when it fails (here: a directory that holds no model)."""
-    from kgfed.engine import embeddings
+    from kgfed.engine.toolbox import embeddings
 
     with embeddings._load_lock:  # a model load an earlier test started in the background has ended
         pass
@@ -296,7 +296,7 @@ def test_embedding_load_reports_start_and_end(monkeypatch, tmp_path):
 
 def test_embeddings_never_hold_up_ctrl_c():
     """Encoding runs in daemon threads: a loop that is torn down does not wait for them."""
-    from kgfed.engine.embeddings import _in_daemon_thread
+    from kgfed.engine.toolbox.embeddings import _in_daemon_thread
 
     async def main_task() -> float:
         return await _in_daemon_thread(lambda x: x * 2, 21)

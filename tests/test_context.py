@@ -11,12 +11,12 @@ from kgfed.cache.recording import recording
 from kgfed.endpoints.client import HttpClient
 from kgfed.endpoints.wikipedia import JsonlSource, Page, WikipediaSource
 from kgfed.engine.cli import main
-from kgfed.engine.cli_context import default_text_source
-from kgfed.engine.context import (
+from kgfed.engine.cli.context import default_text_source
+from kgfed.engine.text.context import (
     DEMO_EXTRACTS, RHO, RHO_WIKI, Passage, entity_pages, entity_scores, open_text_source, passage_edges, rank_pages,
     resolve_pages, retrieve_context,
 )
-from kgfed.engine.demo import DEMO_FREEBASE, DEMO_WIKIDATA
+from kgfed.engine.data import DEMO_FREEBASE, DEMO_WIKIDATA
 from kgfed.engine.kg import KG
 from kgfed.sparql.errors import KgfedError
 
@@ -178,7 +178,7 @@ def test_cli_context_bad_options_are_one_line_errors(capsys, argv, message):
 
 @pytest.mark.embeddings
 async def test_sbert_context_on_the_demo(demo_kg, tmp_path):
-    from kgfed.engine.embeddings import Embedder
+    from kgfed.engine.toolbox.embeddings import Embedder
 
     passages = await retrieve_context(QUESTION, ["Q42", "Q937", "Q25169"], kg=demo_kg, text_source=demo_extracts(),
                                       top_k=3, embedder=Embedder(cache=tmp_path / "emb"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.engine.datasets import (
+from kgfed.engine.harness.datasets import (
     FEVER_SYNONYMS, Question, canonical_dataset, dataset_from_name, fill_answer_names, gold_answers, load_dataset,
 )
 from kgfed.sparql.errors import DatasetError

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from kgfed.engine.cli import main
-from kgfed.engine.doctor import diagnose, render
+from kgfed.engine.harness.doctor import diagnose, render
 
 from . import httpfaults as hf
 from .conftest import CODEX_NT, CWQ_NT, need

@@ -1,7 +1,7 @@
 """The SPARQLWrapper drop-in against the genuine library: same servers, same requests, equal answers.
 
 Differential: ToG's and PoG's query strings, filled for entities of the CWQ fixture, go through the
-genuine `SPARQLWrapper` 2.0.0 and through `kgfed.engine.sync.SPARQLWrapper` (cold cache, then warm
+genuine `SPARQLWrapper` 2.0.0 and through `kgfed.engine.kg.sync.SPARQLWrapper` (cold cache, then warm
 cache, then cache off) against a real Virtuoso and a real Oxigraph server; every `convert()` must be
 equal, ASK included, and the warm pass must send nothing. Oxigraph gets ToG's strings rewritten to
 standard SPARQL (`to_standard_sparql`), as in bench/tog_pattern.py; the raw strings are a parse error
@@ -31,7 +31,7 @@ import SPARQLWrapper as genuine
 
 from bench.tog_pattern import (sparql_head_entities_extract, sparql_head_relations, sparql_id,
                                sparql_tail_entities_extract, sparql_tail_relations)
-from kgfed.engine import sync
+from kgfed.engine.kg import sync
 from kgfed.sparql.errors import EndpointError
 from kgfed.sparql.rewrite import to_standard_sparql
 from tests.conftest_servers import CWQ_GRAPH, FEDERATION_GRAPH
@@ -410,7 +410,7 @@ def test_the_cache_can_be_switched_off_and_moved(echo, tmp_path, monkeypatch):
 # ---- the module is the genuine module's twin ------------------------------------------------------------
 def test_the_module_exports_what_sparqlwrapper_exports():
     namespace: dict = {}
-    exec("from kgfed.engine.sync import SPARQLWrapper, JSON, XML", namespace)  # PoG's import line
+    exec("from kgfed.engine.kg.sync import SPARQLWrapper, JSON, XML", namespace)  # PoG's import line
     for name in genuine.__all__:
         assert hasattr(sync, name), name
         if isinstance(getattr(genuine, name), str):
@@ -441,7 +441,7 @@ def test_a_process_using_the_drop_in_exits_without_unclosed_session_warnings(oxi
         "    sockets = [o for o in objects if isinstance(o, socket.socket) and o.fileno() != -1]\n"
         "    print('left open:', len(sessions), len(sockets))\n"
         "atexit.register(left_open)\n"
-        "from kgfed.engine.sync import SPARQLWrapper, JSON\n"
+        "from kgfed.engine.kg.sync import SPARQLWrapper, JSON\n"
         f"s = SPARQLWrapper({oxigraph_freebase.url!r}); s.setQuery('ASK {{ ?s ?p ?o }}'); s.setReturnFormat(JSON)\n"
         "t = threading.Thread(target=lambda: s.query().convert()); t.start(); t.join()\n"
         "async def main(): return s.query().convert()['boolean']\n"

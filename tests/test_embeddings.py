@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.engine.embeddings import MODEL_DISTRIBUTION, Embedder, model_dir
+from kgfed.engine.toolbox.embeddings import MODEL_DISTRIBUTION, Embedder, model_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_importing_embeddings_costs_almost_nothing():
-    code = ("import sys, time; t = time.perf_counter(); import kgfed.engine.embeddings; "
+    code = ("import sys, time; t = time.perf_counter(); import kgfed.engine.toolbox.embeddings; "
             "dt = time.perf_counter() - t; import json; "
             "print(json.dumps([dt, [m for m in ('sentence_transformers', 'torch', 'transformers', 'numpy', 'diskcache') if m in sys.modules]]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
@@ -77,7 +77,7 @@ def test_a_text_encoded_twice_at_once_gets_the_stored_vector(tmp_path, monkeypat
     vector wins and both use it, so a warm rerun sees the cold run's numbers bit for bit."""
     import numpy as np
 
-    from kgfed.engine import embeddings
+    from kgfed.engine.toolbox import embeddings
 
     text = "location.location.containedby"
     store = tmp_path / "emb"

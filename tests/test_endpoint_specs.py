@@ -12,7 +12,7 @@ import pyoxigraph as ox
 import pytest
 
 from kgfed.engine.cli import main
-from kgfed.engine.cli_federation import close_kgs, open_kgs
+from kgfed.engine.cli.federation import close_kgs, open_kgs
 from kgfed.engine.config import KGSpec, kg_specs
 from kgfed.sparql.errors import KgfedError
 

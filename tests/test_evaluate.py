@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from kgfed.engine.datasets import Question, gold_answers, load_dataset
-from kgfed.engine.evaluate import (
+from kgfed.engine.harness.datasets import Question, gold_answers, load_dataset
+from kgfed.engine.harness.evaluate import (
     FORMATS, Prediction, compare, evaluate, extract_answer, normalize, prediction_from_record, read_predictions,
-    register, strict_match, tog_match, write_predictions,
+    strict_match, tog_match, write_predictions,
 )
+from kgfed.engine.cli.evaluate import register
 from kgfed.sparql.errors import DatasetError
 
 from .test_datasets import data_file

@@ -12,10 +12,10 @@ import pyoxigraph as ox
 import pytest
 
 from kgfed.engine.cli import main
-from kgfed.engine.datasets import load_dataset
-from kgfed.engine.extract import Caps, Extractor, Topics, extract, nt_line, read_topics, write_topics
+from kgfed.engine.harness.datasets import load_dataset
+from kgfed.engine.harness.extract import Caps, Extractor, Topics, extract, nt_line, read_topics, write_topics
 from kgfed.engine.kg import KG
-from kgfed.engine.runner import RunSpec, run
+from kgfed.engine.harness.runner import RunSpec, run
 from kgfed.sparql.errors import KgfedError
 from kgfed.sparql.results import Term
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kgfed.cache.responses import ResponseCache
-from kgfed.engine.demo import DEMO_FREEBASE, DEMO_WIKIDATA
+from kgfed.engine.data import DEMO_FREEBASE, DEMO_WIKIDATA
 from kgfed.engine.kg import KG
-from kgfed.engine.model import Answer, AnswerMap
+from kgfed.engine.kg.model import Answer, AnswerMap
 from kgfed.sparql.errors import InvalidIdentifier, KgfedError
 from kgfed.sparql.results import SelectResult
 

@@ -10,8 +10,8 @@ import time
 
 from kgfed.endpoints.client import POLITE_HOSTS, HttpClient
 from kgfed.endpoints.transport import MockTransport, Request, Response
-from kgfed.engine.cli_federation import close_kgs, open_kgs
-from kgfed.engine.runner import KG_OPTION_DEFAULTS, RunSpec, Runtime
+from kgfed.engine.cli.federation import close_kgs, open_kgs
+from kgfed.engine.harness.runner import KG_OPTION_DEFAULTS, RunSpec, Runtime
 
 from .live_services import no_user_config  # noqa: F401 (autouse)
 

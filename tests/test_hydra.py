@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from kgfed.endpoints.wikipedia import JsonlSource
-from kgfed.engine.datasets import load_dataset
+from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.kg import KG
-from kgfed.engine.llm import NoLLM, ReplayLLM
+from kgfed.engine.toolbox.llm import NoLLM, ReplayLLM
 from kgfed.engine.methods import get_method
 from kgfed.engine.methods.hydra import HydraRAG, WebDoc, cross_score, jaccard
 from kgfed.sparql.errors import KgfedError

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.engine.align import Aligner
-from kgfed.engine.hypergraph import Hyperedge, Hypergraph, add_synonyms, grow, has_qualifiers, hypergraph_of
+from kgfed.engine.federation.align import Aligner
+from kgfed.engine.federation.hypergraph import Hyperedge, Hypergraph, add_synonyms, grow, has_qualifiers, hypergraph_of
 from kgfed.engine.kg import KG
-from kgfed.engine.subgraph import expand
+from kgfed.engine.federation.subgraph import expand
 
 from .conftest import CODEX_NT, CWQ_NT, need
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.engine.context import open_text_source
-from kgfed.engine.hypergraph import Hypergraph
+from kgfed.engine.text.context import open_text_source
+from kgfed.engine.federation.hypergraph import Hypergraph
 from kgfed.engine.kg import KG
-from kgfed.engine.llm import NoLLM, ReplayLLM
+from kgfed.engine.toolbox.llm import NoLLM, ReplayLLM
 from kgfed.engine.methods import get_method
 from kgfed.engine.methods.inses import INSES, estimate_hops, similar_nodes
 
@@ -53,7 +53,7 @@ async def links_of(kgs, kg: str, entity: str, label: str) -> dict[str, str]:
 
 
 def _embedder():
-    from kgfed.engine.embeddings import default_embedder
+    from kgfed.engine.toolbox.embeddings import default_embedder
 
     return default_embedder()
 

@@ -12,10 +12,10 @@ from kgfed.endpoints.http import HttpEndpoint
 from kgfed.endpoints.profiles import PROFILES, resolve_endpoint
 from kgfed.endpoints.transport import MockTransport
 from kgfed.endpoints.wikidata_full import SplitGraphEndpoint
-from kgfed.engine.align import Aligner
+from kgfed.engine.federation.align import Aligner
 from kgfed.engine.cli import main
 from kgfed.engine.kg import KG
-from kgfed.engine.subgraph import expand
+from kgfed.engine.federation.subgraph import expand
 from kgfed.sparql.errors import QueryTimeout, UserAgentRejected
 
 from .live_services import PAPER, Services, no_user_config  # noqa: F401 (autouse)
@@ -172,7 +172,7 @@ def test_endpoints_listing_comes_from_the_profiles(capsys):
 async def test_hypergraph_qualifiers_are_one_values_query_per_hop_with_the_per_pair_answers():
     from pathlib import Path
 
-    from kgfed.engine.hypergraph import statements
+    from kgfed.engine.federation.hypergraph import statements
 
     from .live_services import CONTACT as AGENT_CONTACT, sparql_answer, store
 
@@ -199,7 +199,7 @@ async def test_hypergraph_qualifiers_are_one_values_query_per_hop_with_the_per_p
 
 
 async def test_an_llm_free_method_answers_through_the_scholarly_graph_only_over_wikidata_full():
-    from kgfed.engine.llm import make_llm
+    from kgfed.engine.toolbox.llm import make_llm
     from kgfed.engine.methods import get_method
 
     question = "Who is the author of On the Use of Towels in Interstellar Travel?"

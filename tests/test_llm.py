@@ -8,8 +8,8 @@ import pytest
 from aiohttp import web
 
 from kgfed.cache.costs import track
-from kgfed.engine import prompts as P
-from kgfed.engine.llm import (
+from kgfed.engine.toolbox import prompts as P
+from kgfed.engine.toolbox.llm import (
     ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE, AnthropicLLM, Completion, NoLLM,
     OpenAICompatibleLLM, ReplayLLM, Usage, make_llm, prompt_key,
 )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.engine.llm import make_llm, prompt_key
+from kgfed.engine.toolbox.llm import make_llm, prompt_key
 from kgfed.sparql.errors import LLMError
 
 from .test_llm import openai_server  # noqa: F401  (the fixture: a local OpenAI-shaped server)

@@ -428,7 +428,7 @@ async def test_ask_sbert_alignment_and_sbert_passages_in_one_server():
 
 # -- start-up and a second client ------------------------------------------------------------------
 def test_other_commands_do_not_import_the_sdk():
-    code = ("import sys; from kgfed.engine.cli import build_parser; build_parser(); "
+    code = ("import sys; from kgfed.engine.cli.app import build_parser; build_parser(); "
             "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'kgfed.engine.mcp', 'uvicorn', 'starlette'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

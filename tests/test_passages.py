@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kgfed.engine.passages import DEFAULT_CHUNKS, SENTENCES, ChunkSpec, chunk_text, rank, sections, sentence_spans
+from kgfed.engine.text.passages import DEFAULT_CHUNKS, SENTENCES, ChunkSpec, chunk_text, rank, sections, sentence_spans
 from kgfed.sparql.errors import KgfedError
 
 from .conftest import HTTP_DIR, SHARED, need
@@ -193,6 +193,6 @@ async def test_bm25_probes_rank_the_fact_above_unrelated_passages():
 
 @pytest.mark.embeddings
 async def test_sbert_probes_rank_the_fact_above_unrelated_passages(tmp_path):
-    from kgfed.engine.embeddings import Embedder
+    from kgfed.engine.toolbox.embeddings import Embedder
 
     assert_probes(await run_probes("sbert", Embedder(cache=tmp_path / "emb")))

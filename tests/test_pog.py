@@ -9,9 +9,9 @@ import pytest
 
 from kgfed.cache.responses import ResponseCache
 from kgfed.endpoints.embedded import EmbeddedEndpoint
-from kgfed.engine.datasets import load_dataset
+from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.kg import KG
-from kgfed.engine.llm import LLM, Completion, NoLLM, ReplayLLM
+from kgfed.engine.toolbox.llm import LLM, Completion, NoLLM, ReplayLLM
 from kgfed.engine.methods import get_method
 from kgfed.engine.methods.pog import PoG, connecting_paths, parse_supplement
 from kgfed.sparql.dialects import FREEBASE

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kgfed.engine.kg import KG
-from kgfed.engine.llm import NoLLM, ReplayLLM
+from kgfed.engine.toolbox.llm import NoLLM, ReplayLLM
 from kgfed.engine.methods import get_method
 from kgfed.engine.methods.proh import Dag, PRoH, combine, entity_weight, ewo, path_score
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.engine.embeddings import Embedder
-from kgfed.engine.llm import EXPLORATION_TEMPERATURE, NoLLM, ReplayLLM
-from kgfed.engine.pruning import (
+from kgfed.engine.toolbox.embeddings import Embedder
+from kgfed.engine.toolbox.llm import EXPLORATION_TEMPERATURE, NoLLM, ReplayLLM
+from kgfed.engine.toolbox.pruning import (
     POG_STRATEGIES, _Path, bm25_scores, pog_prune_paths, relation_text, score_entities, score_paths, score_relations,
 )
 from kgfed.sparql.errors import KgfedError

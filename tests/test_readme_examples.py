@@ -104,7 +104,7 @@ def _env(scratch: dict[str, str]) -> dict[str, str]:
 
 
 def _parse_only(command: str) -> None:
-    from kgfed.engine.cli import build_parser
+    from kgfed.engine.cli.app import build_parser
 
     argv = shlex.split(command, comments=True)
     assert argv[0] == "kgfed", f"a live example that is not a kgfed command: {command}"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.engine.llm import prompt_key
-from kgfed.engine.prompts import (extract_answer, parse_entity_scores, parse_relation_scores, parse_sufficient)
+from kgfed.engine.toolbox.llm import prompt_key
+from kgfed.engine.toolbox.prompts import (extract_answer, parse_entity_scores, parse_relation_scores, parse_sufficient)
 from kgfed.cache.costs import track
 from kgfed.sparql.errors import LLMError
 

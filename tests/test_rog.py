@@ -11,10 +11,10 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from kgfed.engine.cli import main  # noqa: E402
-from kgfed.engine.datasets import load_dataset  # noqa: E402
+from kgfed.engine.harness.datasets import load_dataset  # noqa: E402
 from kgfed.engine.kg import KG  # noqa: E402
-from kgfed.engine.rog import MINTED, convert, load_questions, rog_id  # noqa: E402
-from kgfed.engine.runner import RunSpec, run  # noqa: E402
+from kgfed.engine.harness.rog import MINTED, convert, load_questions, rog_id  # noqa: E402
+from kgfed.engine.harness.runner import RunSpec, run  # noqa: E402
 from kgfed.sparql.errors import DatasetError  # noqa: E402
 
 # The dataset card's features (huggingface.co/datasets/rmanluo/RoG-cwq README): id, question, answer,

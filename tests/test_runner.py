@@ -1,4 +1,4 @@
-"""The KBQA run harness (`kgfed run`, engine/runner.py) on the real CWQ subgraph and federation stores."""
+"""The KBQA run harness (`kgfed run`, engine/harness/runner.py) on the real CWQ subgraph and federation stores."""
 from __future__ import annotations
 
 import asyncio
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.engine.datasets import load_dataset
-from kgfed.engine.evaluate import read_predictions
+from kgfed.engine.harness.datasets import load_dataset
+from kgfed.engine.harness.evaluate import read_predictions
 from kgfed.engine.methods.base import Method, Result
-from kgfed.engine.runner import Output, RunSpec, costs_path_for, run, select_questions
+from kgfed.engine.harness.runner import Output, RunSpec, costs_path_for, run, select_questions
 from kgfed.sparql.errors import KgfedError
 
 from .conftest import CWQ_NT, CWQ_QUESTIONS, FED_DIR, ROOT, need
@@ -88,7 +88,7 @@ def test_run_writes_tog_records_in_order_with_costs(tmp_path, cwq_store):
     assert all(c.get("requests_sent", 0) + c.get("cache_hits", 0) + c.get("shared", 0) == c["sparql_queries"] for c in costs)
     assert all(c["sparql_queries"] == 2 for c, r in zip(costs, records) if r["answer_ids"])  # relations + neighbours
     # the summary's score is the evaluator's score of the written file
-    from kgfed.engine.evaluate import evaluate
+    from kgfed.engine.harness.evaluate import evaluate
 
     assert summary["hits@1"] == evaluate(read_predictions(out, "tog"), questions).hits_at_1
 

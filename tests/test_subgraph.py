@@ -10,9 +10,9 @@ import time
 import pytest
 
 from kgfed.endpoints.embedded import EmbeddedEndpoint
-from kgfed.engine.align import Aligner, Alignment
+from kgfed.engine.federation.align import Aligner, Alignment
 from kgfed.engine.kg import KG
-from kgfed.engine.subgraph import align_relations, expand, merge_keys, readable_relation
+from kgfed.engine.federation.subgraph import align_relations, expand, merge_keys, readable_relation
 from kgfed.sparql.dialects import FREEBASE, WIKIDATA
 from kgfed.sparql.errors import InvalidIdentifier, KgfedError
 

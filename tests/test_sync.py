@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 
 from kgfed.engine.kg import KG
-from kgfed.engine.sync import JSON, SPARQLWrapper, SyncKG
+from kgfed.engine.kg.sync import JSON, SPARQLWrapper, SyncKG
 
 from .conftest import CODEX_NT, CWQ_NT, need
 

@@ -5,13 +5,13 @@ import pytest
 
 from kgfed.endpoints.embedded import EmbeddedEndpoint
 from kgfed.engine.kg import KG
-from kgfed.engine.llm import NoLLM, ReplayLLM
+from kgfed.engine.toolbox.llm import NoLLM, ReplayLLM
 from kgfed.engine.methods import get_method
 from kgfed.engine.methods.tog import ToG
 from kgfed.sparql.dialects import FREEBASE, WIKIDATA
 from kgfed.sparql.errors import KgfedError, LLMError
 
-from kgfed.engine.datasets import load_dataset
+from kgfed.engine.harness.datasets import load_dataset
 
 from .conftest import CWQ_QUESTIONS, FED_DIR, ROOT, need
 from .replies import assert_llm_cost
@@ -109,7 +109,7 @@ async def test_unrecorded_prompt_is_a_clear_error(cwq_kg):
 
 
 async def test_llm_free_answers_a_two_hop_question(cwq_kg, tmp_path):
-    from kgfed.engine.embeddings import Embedder
+    from kgfed.engine.toolbox.embeddings import Embedder
 
     [question] = [q for q in load_dataset(need(CWQ_QUESTIONS)) if q.text == "The country that contains Alta Verapaz Department uses what money?"]
     method = ToG({"freebase": cwq_kg}, NoLLM(), embedder=Embedder(tmp_path / "emb"))
@@ -121,7 +121,7 @@ async def test_llm_free_answers_a_two_hop_question(cwq_kg, tmp_path):
 
 
 async def test_llm_free_over_both_kgs(fed_kgs, tmp_path):
-    from kgfed.engine.embeddings import Embedder
+    from kgfed.engine.toolbox.embeddings import Embedder
 
     [question] = [q for q in load_dataset(need(FED_DIR / "questions.jsonl")) if q.text == "what language do the russian speak?"]
     assert set(question.topics) == {"freebase", "wikidata"}

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from kgfed.endpoints.embedded import EmbeddedEndpoint
-from kgfed.engine.context import open_text_source
-from kgfed.engine.datasets import load_dataset
+from kgfed.engine.text.context import open_text_source
+from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.kg import KG
-from kgfed.engine.llm import NoLLM, ReplayLLM
+from kgfed.engine.toolbox.llm import NoLLM, ReplayLLM
 from kgfed.engine.methods import get_method
 from kgfed.engine.methods.tog2 import TOG2_REASONING_PROMPT, ToG2, tog2_reasoning_prompt
 from kgfed.sparql.dialects import WIKIDATA
@@ -36,7 +36,7 @@ def demo_kg(demo_store):
 
 @pytest.fixture
 def embedder(tmp_path):
-    from kgfed.engine.embeddings import Embedder
+    from kgfed.engine.toolbox.embeddings import Embedder
 
     return Embedder(tmp_path / "emb")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.engine import views
-from kgfed.engine.align import Aligner, Alignment
-from kgfed.engine.subgraph import Link, MergedGraph, Node, expand
+from kgfed.engine.federation import views
+from kgfed.engine.federation.align import Aligner, Alignment
+from kgfed.engine.federation.subgraph import Link, MergedGraph, Node, expand
 
 from .conftest_servers import unavailable
 from .test_align import fed_kgs

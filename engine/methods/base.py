@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...cache.costs import track
-from ..kg import KG
-from ..model import Edge
+from ..kg.facade import KG
+from ..kg.model import Edge
 
 Topics = dict[str, dict[str, str]]  # kg name -> {short id: name}
 UNNAMED = "UnName_Entity"  # ToG's name for an entity without a name (in ToG-compatible output only)

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ...sparql.errors import KgfedError
-from ..context import RHO, passage_edges, rank_pages, retrieve_context
-from ..llm import EXPLORATION_TEMPERATURE
-from ..prompts import QuestionAnalysis, parse_question_analysis
-from ..pruning import score_paths
+from ..text.context import RHO, passage_edges, rank_pages, retrieve_context
+from ..toolbox.llm import EXPLORATION_TEMPERATURE
+from ..toolbox.prompts import QuestionAnalysis, parse_question_analysis
+from ..toolbox.pruning import score_paths
 from .base import Result, Topics
 from .pog import SUPPLEMENT_PROMPT, ClusteredPath, Graph, PoG, _default, _unique, chain_paths, listing, parse_supplement
 

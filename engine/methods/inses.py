@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...sparql.errors import KgfedError
-from ..hypergraph import Hypergraph, describe, grow
-from ..llm import ANSWER_TEMPERATURE, PRUNING_TEMPERATURE
-from ..prompts import _json_values
+from ..federation.hypergraph import Hypergraph, describe, grow
+from ..toolbox.llm import ANSWER_TEMPERATURE, PRUNING_TEMPERATURE
+from ..toolbox.prompts import _json_values
 from .base import Method, Result, Topics
 
 # -- prompts (INSES appendix B, tables 4–6, and F, table 12; verbatim) -----------------------------------
@@ -331,7 +331,7 @@ class HypergraphMethod(Method):
 
     def _embedder(self):
         if self.embedder is None:
-            from ..embeddings import default_embedder
+            from ..toolbox.embeddings import default_embedder
 
             self.embedder = default_embedder()
         return self.embedder
@@ -372,8 +372,8 @@ class INSES(HypergraphMethod):
         """Naïve RAG over the text source (Table 12 prompt): answer, confidence and the passages used."""
         if self.text is None:
             return {"answer": "", "confidence": 0.0, "reason": "no text source (pass --text-source)"}
-        from ..context import retrieve_context
-        from ..kg import KG
+        from ..text.context import retrieve_context
+        from ..kg.facade import KG
 
         wiki = next((kg for kg in self.kgs.values() if hasattr(kg.dialect, "sitelinks")), None)
         entities = [e for ids in topics.values() for e in ids]

@@ -29,15 +29,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...sparql.errors import KgfedError
-from ..align import Aligner
-from ..kg import KG
-from ..llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE
-from ..model import Edge
-from ..prompts import (
+from ..federation.align import Aligner
+from ..kg.facade import KG
+from ..toolbox.llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE
+from ..kg.model import Edge
+from ..toolbox.prompts import (
     QuestionAnalysis, extract_answer, parse_question_analysis, parse_sufficient, pog_question_analysis_prompt,
 )
-from ..pruning import POG_STRATEGIES, pog_prune_paths, relation_text, score_paths
-from ..subgraph import MergedGraph, expand
+from ..toolbox.pruning import POG_STRATEGIES, pog_prune_paths, relation_text, score_paths
+from ..federation.subgraph import MergedGraph, expand
 from .base import Method, Result, Topics
 
 # PoG appendix E templates (the paper prints their instructions; the few-shot examples are not published).
@@ -745,6 +745,6 @@ def _first_line(text: str) -> str:
 
 
 def _default():
-    from ..embeddings import default_embedder
+    from ..toolbox.embeddings import default_embedder
 
     return default_embedder()

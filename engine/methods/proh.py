@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..hypergraph import Hypergraph, describe, grow
-from ..llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE
+from ..federation.hypergraph import Hypergraph, describe, grow
+from ..toolbox.llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE
 from .base import Result, Topics
 from .inses import HypergraphMethod, json_reply, numbers
 
@@ -221,7 +221,7 @@ class PRoH(HypergraphMethod):
     async def _grow(self, hg: Hypergraph, nodes: Iterable[int]) -> None:
         aligner = None
         if len(self.kgs) > 1:
-            from ..align import Aligner
+            from ..federation.align import Aligner
 
             aligner = Aligner(self.kgs)
         await grow(hg, self.kgs, nodes, width=self.hop_width, limit=self.limit, aligner=aligner)

@@ -44,11 +44,11 @@ from typing import Any
 
 from ...cache.costs import charge
 from ...sparql.errors import InvalidIdentifier, KgfedError, LLMError
-from ..kg import KG
-from ..llm import ANSWER_TEMPERATURE, DEFAULT_MAX_TOKENS, EXPLORATION_TEMPERATURE, LLM
-from ..model import Edge
-from ..pruning import METHODS, relation_text, score_entities, score_relations
-from ..prompts import (
+from ..kg.facade import KG
+from ..toolbox.llm import ANSWER_TEMPERATURE, DEFAULT_MAX_TOKENS, EXPLORATION_TEMPERATURE, LLM
+from ..kg.model import Edge
+from ..toolbox.pruning import METHODS, relation_text, score_entities, score_relations
+from ..toolbox.prompts import (
     TOG_SYSTEM, extract_answer, parse_sufficient, tog_answer_prompt, tog_evaluate_prompt, tog_generate_directly_prompt,
 )
 from .base import UNNAMED, Method, Result, Topics, render_path
@@ -382,7 +382,7 @@ class ToG(Method):
         if not candidates:
             return Result(question, "", [], [], reasoning="LLM-free ToG: no named entity reached from the topic entities",
                           extra=self._extra(trace))
-        from ..embeddings import default_embedder
+        from ..toolbox.embeddings import default_embedder
 
         embedder = self.embedder or default_embedder()
         sims = await embedder.similarity(question, [c.sentence() for c in candidates])

@@ -38,10 +38,10 @@ from typing import Any
 
 from ...cache.costs import charge
 from ...sparql.errors import KgfedError
-from ..context import TOP_K, Passage, entity_pages, entity_scores, rank_pages
-from ..kg import KG
-from ..prompts import extract_answer, parse_sufficient
-from ..pruning import score_entities
+from ..text.context import TOP_K, Passage, entity_pages, entity_scores, rank_pages
+from ..kg.facade import KG
+from ..toolbox.prompts import extract_answer, parse_sufficient
+from ..toolbox.pruning import score_entities
 from .base import Result, Topics
 from .tog import Chain, Hop, ToG, Trace, edge_triple
 

@@ -16,7 +16,7 @@ import re
 import shutil
 from pathlib import Path
 
-from kgfed.engine.llm import LLM, Completion, ReplayLLM
+from kgfed.engine.toolbox.llm import LLM, Completion, ReplayLLM
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[2].parent / "shared" / "data"
@@ -201,8 +201,8 @@ async def record_tog(directory: Path) -> None:
 
 
 async def record_tog2(directory: Path) -> None:
-    from kgfed.engine.context import open_text_source
-    from kgfed.engine.datasets import load_dataset
+    from kgfed.engine.text.context import open_text_source
+    from kgfed.engine.harness.datasets import load_dataset
     from kgfed.engine.kg import KG
     from kgfed.engine.methods.tog2 import ToG2
 

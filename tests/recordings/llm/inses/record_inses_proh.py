@@ -21,7 +21,7 @@ ROOT = HERE.parents[3]
 SHARED = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))
 
-from kgfed.engine.llm import LLM, Completion, ReplayLLM  # noqa: E402
+from kgfed.engine.toolbox.llm import LLM, Completion, ReplayLLM  # noqa: E402
 
 # -- hand-written facts, one entry per recorded question ----------------------------------------------------
 INSES_QUESTIONS = {
@@ -123,7 +123,7 @@ class Scripted(LLM):
 
 
 async def record() -> None:
-    from kgfed.engine.context import open_text_source
+    from kgfed.engine.text.context import open_text_source
     from kgfed.engine.kg import KG
     from kgfed.engine.methods.inses import INSES
     from kgfed.engine.methods.proh import PRoH

@@ -16,12 +16,12 @@ import shutil
 import sys
 from pathlib import Path
 
-from kgfed.engine.datasets import load_dataset
+from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.kg import KG
-from kgfed.engine.llm import LLM, Completion, ReplayLLM
+from kgfed.engine.toolbox.llm import LLM, Completion, ReplayLLM
 from kgfed.engine.methods.hydra import REFINE_PROMPT, SOURCE_SELECT_PROMPT, HydraRAG
 from kgfed.engine.methods.pog import EVALUATE_PROMPT, GENERATE_PROMPT, SUMMARY_PROMPT, SUPPLEMENT_PROMPT, PoG
-from kgfed.engine.prompts import POG_PATH_SELECT_PROMPT, POG_QUESTION_ANALYSIS_PROMPT
+from kgfed.engine.toolbox.prompts import POG_PATH_SELECT_PROMPT, POG_QUESTION_ANALYSIS_PROMPT
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[3].parent / "shared" / "data"

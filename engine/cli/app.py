@@ -1,0 +1,513 @@
+"""The `kgfed` command line: 1-hop lookups, raw queries, and the commands other modules register.
+
+Every command exits 0 on success and 2 with one line `kgfed: error: …` on bad input or a failing
+source (argument errors too: `KgfedParser.error` prints one line, not argparse's usage block). Every
+numeric option is checked when parsed (`_check_numbers` gives each int/float option a range), so a
+`--concurrency 0` or `--timeout 0` is refused up front instead of hanging. Tables go to a terminal
+as rich tables and to a pipe as tab-separated lines that never cut an id; a closed pipe (`| head`)
+ends quietly. Heavy libraries (torch, sentence-transformers) are imported only by commands that need them.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import os
+import re
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from ...sparql.errors import KgfedError
+
+from ..data import DATA as DEMO_DIR  # noqa: E402
+# Modules that add sub-commands: each has `register(subparsers, common)`; imported lazily per run.
+COMMAND_MODULES: list[str] = [".context", ".federation", ".evaluate", ".freebase", ".ask", ".run", ".mcp", ".extract", ".endpoints"]
+Handler = Callable[[argparse.Namespace], Awaitable[int]]
+
+
+# -- shared options --------------------------------------------------------------------------------
+def add_source_options(parser: argparse.ArgumentParser) -> None:
+    """--endpoint/--dialect and the cache/etiquette options every KG command takes."""
+    parser.add_argument("--endpoint", "-e", default=None,
+                        help="wikidata | qlever-wikidata | qlever-freebase | file:PATH[,PATH] | http(s)://URL (default: the demo KG)")
+    parser.add_argument("--dialect", choices=["wikidata", "freebase"], help="needed for URLs; guessed for files")
+    add_cache_options(parser)
+
+
+def add_cache_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cache-dir", help="cache root: a directory (default $KGFED_CACHE_DIR, else ~/.cache/kgfed) "
+                        "or redis://HOST:PORT/DB to share answers between machines")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    parser.add_argument("--offline", action="store_true", help="answer only from the cache; a miss is an error")
+    parser.add_argument("--verbose", "-v", action="count", default=0,
+                        help="log on stderr: -v retries, 429 pauses and warnings; -vv every request and cache hit")
+    parser.add_argument("--record", metavar="CASSETTE", help="record HTTP to a vcrpy cassette (replayed when it exists)")
+    parser.add_argument("--replay", metavar="CASSETTE", help="replay HTTP from a vcrpy cassette only (never the network)")
+    parser.add_argument("--user-agent", help="the whole User-Agent for HTTP (default kgfed/VERSION (CONTACT) aiohttp/VERSION)")
+    parser.add_argument("--contact", help="your email or URL for the User-Agent, which Wikimedia requires "
+                                          "(default $KGFED_CONTACT, or contact = \"...\" in ~/.config/kgfed/config.toml)")
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="per-request timeout in seconds (default 60)")
+    parser.add_argument("--concurrency", type=positive_int, help="max parallel requests per host (WDQS default 5)")
+    parser.add_argument("--refresh", action="store_true", help="re-fetch every answer once and store the new one")
+    parser.add_argument("--max-age", type=positive_float, metavar="SECONDS",
+                        help="serve cached answers at most this old (default: a week for live Wikidata endpoints, "
+                             "unlimited for files, Freebase and local servers)")
+    parser.add_argument("--partial", choices=["error", "retry", "allow"], default=None,
+                        help="answers a server marks incomplete (Virtuoso timeout/row cap): error (default), retry "
+                             "with longer timeouts then error, or allow them (flagged; exit status 3)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+# -- numeric options: checked when parsed ----------------------------------------------------------
+def _number(kind: type, text: str, low: float | None, high: float | None, low_open: bool = False):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'a whole number' if kind is int else 'a number'}, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    if low is not None and (value <= low if low_open else value < low) or high is not None and value > high:
+        bounds = (f"> {low:g}" if low_open else f">= {low:g}") if high is None else f"between {low:g} and {high:g}"
+        raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    return _number(int, text, 1, None)
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type: a whole number >= 0 (options where 0 means none/all)."""
+    return _number(int, text, 0, None)
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (timeouts)."""
+    return _number(float, text, 0, None, low_open=True)
+
+
+def fraction(text: str) -> float:
+    """argparse type: a number between 0 and 1 (similarity thresholds and margins)."""
+    return _number(float, text, 0, 1)
+
+
+def port(text: str) -> int:
+    """argparse type: a TCP port 1-65535."""
+    return _number(int, text, 1, 65535)
+
+
+# Options whose 0 means something (none / all / omit); every other int option must be >= 1.
+ZERO_ALLOWED = {"--maxlag", "--overlap", "--seed", "--query-timeout"}
+FRACTIONS = {"--threshold", "--margin", "--align-relations"}
+PORTS = {"--port", "--isql-port"}
+
+
+def _range_for(action: argparse.Action):
+    """The checked type of a numeric option (None when it has none or already has a checked one)."""
+    if action.type not in (int, float):
+        return None
+    names = set(action.option_strings)
+    if names & PORTS:
+        return port
+    if action.type is float:
+        return fraction if names & FRACTIONS else positive_float
+    if names & ZERO_ALLOWED or re.search(r"(?<![\d.])0 (=|to |means)", action.help or ""):  # "0 = all", "0 to omit"
+        return nonnegative_int
+    return positive_int
+
+
+def _check_numbers(parser: argparse.ArgumentParser) -> None:
+    """Give every plain int/float option of every sub-command a range (modules register `type=int`)."""
+    for action in parser._actions:
+        checked = _range_for(action)
+        if checked is not None:
+            action.type = checked
+        for sub in getattr(action, "choices", None) or {}:
+            if isinstance(action.choices, dict) and isinstance(action.choices[sub], argparse.ArgumentParser):
+                _check_numbers(action.choices[sub])
+
+
+class KgfedParser(argparse.ArgumentParser):
+    """argparse with one-line errors: `kgfed: error: COMMAND: problem (see kgfed COMMAND --help)`, exit 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        where = self.prog.removeprefix("kgfed").strip()
+        prefix = f"{where}: " if where else ""
+        self.exit(2, f"kgfed: error: {prefix}{message.splitlines()[0]} (see {self.prog} --help)\n")
+
+
+def http_options(args: argparse.Namespace):
+    """`HttpOptions` from --timeout/--user-agent/--contact/--concurrency."""
+    from ..config import HttpOptions
+
+    return HttpOptions.from_options(vars(args))
+
+
+def cache_options(args: argparse.Namespace):
+    """`CacheOptions` from --cache-dir/--no-cache/--offline/--refresh/--max-age."""
+    from ..config import CacheOptions
+
+    return CacheOptions.from_options(vars(args))
+
+
+def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | None = None, name: str | None = None,
+            client=None):
+    """A `KG` from the parsed options (the demo Wikidata KG when no endpoint is given).
+
+    Pass the run's shared `HttpClient` as `client` when opening several KGs (one politeness domain per
+    host); without one the KG gets its own client, closed with it.
+    """
+    from ..config import open_endpoint
+    from ..data import default_endpoint
+
+    dialect = dialect or getattr(args, "dialect", None)
+    spec = spec or args.endpoint or default_endpoint(dialect)
+    return open_endpoint(spec, name=name, dialect=dialect, partial=getattr(args, "partial", None),
+                         http=http_options(args), cache=cache_options(args), client=client)
+
+
+def open_client(args: argparse.Namespace):
+    """The one `HttpClient` of a command or run, from --user-agent/--contact/--timeout/--concurrency."""
+    return http_options(args).client()
+
+
+def emit(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list[str], title: str = "") -> None:
+    """Rows as a JSON array (--json) or a readable table."""
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=1))
+    elif not sys.stdout.isatty():  # a pipe or file: tab-separated, nothing cut or wrapped
+        cell = lambda v: "" if v is None else str(v).replace("\t", " ").replace("\n", " ")  # noqa: E731
+        print("\t".join(columns))
+        for row in rows:
+            print("\t".join(cell(row.get(c)) for c in columns))
+    else:
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.table import Table
+
+        table = Table(title=title or None, show_lines=False)
+        for column in columns:
+            table.add_column(column, overflow="fold")  # wrap long ids, never cut them with "…"
+        for row in rows:
+            table.add_row(*(escape("" if row.get(c) is None else str(row.get(c))) for c in columns))
+        Console().print(table)
+    if not rows and not getattr(args, "warned", False):
+        print(f"kgfed: warning: no results{empty_hint(args)}", file=sys.stderr)
+
+
+def empty_hint(args: argparse.Namespace) -> str:
+    """Why a lookup may have found nothing: the dialect of a file that disagrees with --dialect, else
+    the usual suspects (an id the KG does not hold, a dialect the KG does not speak)."""
+    spec, dialect = getattr(args, "endpoint", None), getattr(args, "dialect", None)
+    if isinstance(spec, str) and spec.startswith("file:") and dialect:
+        from ...endpoints.profiles import sniff_dialect
+
+        try:
+            sniffed = sniff_dialect(spec[5:].split(",")[0])
+        except OSError:
+            sniffed = None
+        if sniffed is not None and sniffed.name != dialect:
+            return f": {spec[5:]} holds {sniffed.name} IRIs but --dialect is {dialect} (drop --dialect or use --dialect {sniffed.name})"
+    if getattr(args, "command", None) in ("relations", "neighbors", "labels"):
+        return ": the id is not in this KG (check its spelling) or the KG speaks another --dialect"
+    return ""
+
+
+def warn_unknown(args: argparse.Namespace, ids: list[str], what: str, kg_name: str) -> None:
+    """One stderr warning naming the ids a lookup found nothing for (unknown ids never pass silently)."""
+    if ids:
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        print(f"kgfed: warning: no {what} for {shown} in {kg_name}{empty_hint(args) or ': unknown id'}", file=sys.stderr)
+        args.warned = True
+
+
+# -- commands --------------------------------------------------------------------------------------
+PARTIAL_EXIT = 3  # answered, but a server said the answer is incomplete (only with --partial allow)
+
+
+def partial_rows(answer, rows: list[dict[str, Any]]) -> int:
+    """For a partial answer: mark each JSON row `"partial": true`, say why on stderr, return exit status 3."""
+    if not getattr(answer, "partial", False):
+        return 0
+    for row in rows:
+        row["partial"] = True
+    notes = "; ".join(getattr(answer, "notes", ()) or [getattr(answer, "note", None) or "incomplete"])
+    print(f"kgfed: warning: partial answer, rows may be missing ({notes})", file=sys.stderr)
+    return PARTIAL_EXIT
+
+
+async def cmd_relations(args) -> int:
+    async with open_kg(args) as kg:
+        found = await kg.relations_many(args.entities, args.direction)
+    rows = [r.to_json() for rels in found.values() for r in rels]
+    status = partial_rows(found, rows)
+    warn_unknown(args, [e for e in dict.fromkeys(args.entities) if not found.get(e)], "relations", kg.name)
+    emit(args, rows, ["entity", "direction", "relation", "label"], f"relations ({kg.name})")
+    return status
+
+
+async def cmd_neighbors(args) -> int:
+    async with open_kg(args) as kg:
+        edges = await kg.neighbors(args.entity, args.relation, args.direction, limit=args.limit)
+    rows = [e.to_json() for e in edges]
+    status = partial_rows(edges, rows)
+    emit(args, rows, ["direction", "relation", "entity", "label", "via"], f"{args.entity} {args.relation} ({kg.name})")
+    return status
+
+
+async def cmd_labels(args) -> int:
+    async with open_kg(args) as kg:
+        labels = await kg.labels(args.ids)
+    rows = [label.to_json() for label in labels.values()]
+    status = partial_rows(labels, rows)
+    warn_unknown(args, [i for i in labels if not (labels[i].label or labels[i].description)], "label", kg.name)
+    for row in rows:
+        row["aliases"] = ", ".join(row["aliases"]) if not args.json else row["aliases"]
+    emit(args, rows, ["id", "label", "description", "aliases"])
+    return status
+
+
+async def cmd_search(args) -> int:
+    async with open_kg(args) as kg:
+        hits = await kg.search(args.text, args.limit, mode=args.mode)
+    rows = [h.to_json() for h in hits]
+    status = partial_rows(hits, rows)
+    emit(args, rows, ["id", "label", "description"], f"search {args.text!r} ({kg.name})")
+    return status
+
+
+async def cmd_query(args) -> int:
+    if args.file:
+        try:
+            query = Path(args.file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise KgfedError(f"cannot read query file {args.file}: {exc.strerror}") from None
+    elif args.sparql:
+        query = args.sparql
+    else:
+        raise KgfedError("no query: give it as an argument or with --file q.rq")
+    async with open_kg(args) as kg:
+        if args.rewrite:
+            from ...sparql.rewrite import to_standard_sparql
+
+            query = to_standard_sparql(query)
+        result = await kg.select(query)
+    if args.json:  # a partial answer carries "kgfed": {"partial": true, "note": ...}
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=1))
+    else:
+        emit(args, [{v: (row[v].value if v in row else None) for v in result.vars} for row in result.rows], result.vars)
+    return partial_rows(result, [])
+
+
+async def cmd_demo(args) -> int:
+    """A few 1-hop lookups on the bundled demo KGs (both dialects), offline."""
+    from .demo import run_demo
+
+    return await run_demo(args)
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+    parser = KgfedParser(prog="kgfed", description="Async, cached, federated 1-hop SPARQL for KG reasoning.")
+    parser.add_argument("--version", action="version", version=f"kgfed {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    handlers: dict[str, Handler] = {}
+
+    def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        handlers[name] = handler
+        return p
+
+    p = command("relations", cmd_relations, "relations of one or more entities")
+    p.add_argument("entities", nargs="+", help="Q42 / m.0d3k14 …")
+    p.add_argument("--direction", choices=["out", "in", "both"], default="both")
+    add_source_options(p)
+
+    p = command("neighbors", cmd_neighbors, "neighbours of an entity over a relation")
+    p.add_argument("entity")
+    p.add_argument("relation", help="P69 / people.person.nationality / r1|r2 (through a CVT)")
+    p.add_argument("--direction", choices=["out", "in"], default="out")
+    p.add_argument("--limit", type=int, help="at most N neighbours")
+    add_source_options(p)
+
+    p = command("labels", cmd_labels, "labels, descriptions and aliases of ids")
+    p.add_argument("ids", nargs="+")
+    add_source_options(p)
+
+    p = command("search", cmd_search, "entities by label")
+    p.add_argument("text")
+    p.add_argument("--limit", type=int, default=10, help="at most N hits (default 10)")
+    p.add_argument("--mode", choices=["exact", "contains", "mwapi"], help="default: mwapi on WDQS, exact elsewhere")
+    add_source_options(p)
+
+    p = command("query", cmd_query, "run a SPARQL SELECT/ASK")
+    p.add_argument("sparql", nargs="?")
+    p.add_argument("--file", help="read the query from a file")
+    p.add_argument("--rewrite", action="store_true", help="rewrite Virtuoso-dialect gold SPARQL for standard engines")
+    add_source_options(p)
+
+    p = command("demo", cmd_demo, "offline tour of the bundled demo KGs")
+    add_cache_options(p)
+
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name, __package__).register(command, add_source_options, add_cache_options)
+    _check_numbers(parser)
+    return parser, handlers
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kgfed")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _recording_context(args: argparse.Namespace):
+    from contextlib import nullcontext
+
+    cassette = getattr(args, "record", None) or getattr(args, "replay", None)
+    if not cassette:
+        return nullcontext()
+    from ...cache.recording import recording
+
+    if getattr(args, "replay", None):
+        if not Path(cassette).exists():
+            raise KgfedError(f"no cassette at {cassette}: record one first with --record {cassette}")
+        return recording(cassette, "none")
+    return recording(cassette, "once" if not Path(cassette).exists() else "new_episodes")
+
+
+LOADING_TEXT = "loading the sentence-embedding model (the first time takes up to a minute)…"
+
+
+class Spinner:
+    """A spinner line on stderr (a terminal only) while work runs; while the embedding model loads in
+    the background it says so. `text` is what it shows otherwise (None: shown only while loading)."""
+
+    def __init__(self, text: str | None = None):
+        self.text = text
+        self._status = None
+
+    def _show(self, text: str | None) -> None:
+        if text is None:
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
+            return
+        if self._status is None:
+            from rich.console import Console
+
+            self._status = Console(stderr=True).status(text)
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def loading(self, started: bool) -> None:
+        """`embeddings.on_loading`: switch to the loading text and back."""
+        self._show(LOADING_TEXT if started else self.text)
+
+    def __enter__(self) -> "Spinner":
+        from ..toolbox import embeddings
+
+        if sys.stderr.isatty():
+            self._show(self.text)
+            embeddings.on_loading = self.loading
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from ..toolbox import embeddings
+
+        if embeddings.on_loading == self.loading:
+            embeddings.on_loading = None
+        self._show(None)
+
+
+def _settle_embeddings() -> None:
+    """Let an encoding that Ctrl-C left running finish (seconds at most) before the process exits."""
+    embeddings = sys.modules.get("kgfed.engine.toolbox.embeddings")
+    if embeddings is not None:
+        try:
+            embeddings.settle()
+        except KeyboardInterrupt:  # a second Ctrl-C: leave now
+            pass
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe (`kgfed … | head`): send the rest of stdout nowhere, so exiting prints nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (pytest's capture)
+        pass
+
+
+def _hint(args: argparse.Namespace, message: str) -> str:
+    """A fix the error itself cannot know: raw CWQ/WebQSP gold SPARQL needs --rewrite off Virtuoso."""
+    if getattr(args, "command", None) == "query" and not getattr(args, "rewrite", True) and "rejected the query" in message:
+        return message + " (CWQ/WebQSP gold SPARQL is Virtuoso's dialect: add --rewrite to run it on other engines)"
+    return message
+
+
+def configure_logging(verbosity: int) -> None:
+    """`-v`: kgfed's INFO lines (retries, 429 pauses, warnings) on stderr; `-vv`: DEBUG (every request,
+    cache hit and miss). The library itself only logs; nothing is printed unless a command asks here."""
+    if not verbosity:
+        return
+    import logging
+
+    logger = logging.getLogger("kgfed")
+    if not any(getattr(h, "_kgfed", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("kgfed: %(levelname)s %(name)s: %(message)s"))
+        handler._kgfed = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO)
+    logger.propagate = False
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    parser, handlers = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a one-line argument error: a code, not an exception
+        return exc.code if isinstance(exc.code, int) else 2
+    if not args.command:
+        parser.print_help()
+        return 2
+    configure_logging(getattr(args, "verbose", 0))
+    try:
+        with _recording_context(args), Spinner():  # a spinner whenever the embedding model loads
+            try:
+                return asyncio.run(handlers[args.command](args))
+            finally:
+                _settle_embeddings()
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+    except KgfedError as exc:
+        print(f"kgfed: error: {_hint(args, str(exc))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # printed once; an interrupted run says what it kept
+        runner = sys.modules.get("kgfed.engine.harness.runner")
+        note = getattr(runner, "interrupted_note", None)
+        print(f"kgfed: {note or 'interrupted'}", file=sys.stderr)
+        return 130
+    except Exception as exc:  # vcrpy's replay miss and other library errors: one line, never a traceback
+        name = exc.__class__.__name__
+        if name == "CannotOverwriteExistingCassetteException":
+            print("kgfed: error: request not in the cassette (replay-only): record it with --record", file=sys.stderr)
+            return 2
+        if os.environ.get("KGFED_DEBUG"):
+            raise
+        print(f"kgfed: error: unexpected {name}: {str(exc).splitlines()[0] if str(exc) else ''} (set KGFED_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""`kgfed ask`: one question through a reasoning method; the answer, its reasoning paths and cost.
+
+    kgfed ask "what country does justin bieber come from?" --method tog --kg freebase,wikidata \\
+        --endpoint freebase=file:fb.nt --endpoint wikidata=file:wd.nt --llm none --topic m.06w2sn5,Q34086 \\
+        --view paths.html --json
+
+Without --topic, topic entities are linked from the question by label (Method.answer does it).
+`add_method_options`/`method_params` are shared with `kgfed run`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...sparql.errors import InvalidIdentifier, KgfedError
+
+METHOD_NAMES = "tog|tog2|pog|hydra|inses|proh"
+
+
+def register(command, add_source_options, add_cache_options) -> None:
+    from .federation import add_kg_options
+
+    p = command("ask", cmd_ask, "answer one question with a KG reasoning method (ToG, PoG, HydraRAG, …)")
+    p.add_argument("question", help="the question, in quotes")
+    p.add_argument("--topic", "-t", action="append", default=[], metavar="ID[,ID…]",
+                   help="topic entities (m.0abc / Q42; each goes to the KGs whose ids it fits); default: linked from the question")
+    p.add_argument("--view", metavar="HTML", help="draw the reasoning paths as a self-contained HTML picture")
+    p.add_argument("--layout", choices=["auto", "dot", "simple"], default="auto",
+                   help="picture layout: Graphviz dot, the built-in circle, or auto (dot when installed)")
+    add_method_options(p)
+    add_kg_options(p)
+    add_cache_options(p)
+
+
+def add_method_options(parser: argparse.ArgumentParser) -> None:
+    """--method, --llm, --param KEY=VALUE (repeatable), --width, --depth, --text."""
+    parser.add_argument("--method", "-m", default="tog", help=f"{METHOD_NAMES}, or package.module:Class (default tog)")
+    parser.add_argument("--llm", default="none",
+                        help="anthropic[:MODEL] | openai:URL[#MODEL] | replay:DIR | record:DIR:SPEC | none (default: none, LLM-free)")
+    parser.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
+                        help="method parameter, repeatable (values parsed as JSON when they can be: width=3, pruning=bm25)")
+    parser.add_argument("--width", type=int, help="beam width (method parameter width)")
+    parser.add_argument("--depth", type=int, help="maximum depth (method parameter depth)")
+    parser.add_argument("--text", metavar="SOURCE", help="text source for methods that read passages: file:PATH.jsonl | wikipedia | demo")
+
+
+def method_params(args: argparse.Namespace) -> dict[str, Any]:
+    """--param KEY=VALUE pairs (JSON values when they parse) plus --width/--depth."""
+    params: dict[str, Any] = {}
+    for item in getattr(args, "param", None) or []:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key.isidentifier():
+            raise KgfedError(f"--param {item!r} is not KEY=VALUE: write e.g. --param width=3")
+        try:
+            params[key] = json.loads(value)
+        except ValueError:
+            params[key] = value
+    for name in ("width", "depth"):
+        value = getattr(args, name, None)
+        if value is not None:
+            if value < 1:
+                raise KgfedError(f"--{name} must be at least 1")
+            params[name] = value
+    return params
+
+
+async def topics_from_ids(ids: Sequence[str], kgs: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """Each id in every KG whose dialect it fits, named by the KG's label (the id when unnamed)."""
+    wanted: dict[str, list[str]] = {name: [] for name in kgs}
+    for ident in ids:
+        fits = []
+        for name, kg in kgs.items():
+            try:
+                kg.check(ident)
+            except InvalidIdentifier:
+                continue
+            fits.append(name)
+            wanted[name].append(ident)
+        if not fits:
+            raise KgfedError(f"topic {ident!r} fits none of the KGs {', '.join(kgs)}: use m.0abc for Freebase, Q42 for Wikidata")
+    topics: dict[str, dict[str, str]] = {}
+    for name, kg_ids in wanted.items():
+        labels = await kgs[name].labels(kg_ids) if kg_ids else {}
+        topics[name] = {i: (labels[i].label if i in labels and labels[i].label else i) for i in kg_ids}
+    return topics
+
+
+def paths_graph(result, kg_dialects: Mapping[str, str]):
+    """A `MergedGraph` of the Result's reasoning paths (for views.to_html / to_dot)."""
+    from ..federation.subgraph import Link, MergedGraph, Node, readable_relation
+
+    topics = result.extra.get("topics") or {}
+    merged = MergedGraph(dict(kg_dialects))
+    index: dict[tuple[str, str], int] = {}
+
+    def node(kg: str, ident: str, label: str | None) -> int:
+        key = (kg, ident)
+        if key not in index:
+            index[key] = len(merged.nodes)
+            merged.nodes.append(Node({kg: ident}, label, {kg: label} if label else {}, topic=ident in topics.get(kg, {})))
+        elif label and not merged.nodes[index[key]].label:
+            merged.nodes[index[key]].label = label
+        return index[key]
+
+    seen: set[tuple] = set()
+    for hop, edge in ((h, e) for path in result.paths for h, e in enumerate(path, 1)):
+        key = (edge.kg, edge.subject, edge.relation, edge.object)
+        if key in seen:
+            continue
+        seen.add(key)
+        subject = node(edge.kg, edge.subject, edge.subject_label)
+        obj = node(edge.kg, edge.object, edge.object_label)
+        merged.edges.append(Link(edge.kg, subject, edge.relation, obj, readable_relation(edge.relation, edge.relation_label),
+                                 edge.via, hop))
+    return merged
+
+
+def _print_result(result) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console()
+    console.print(f"[bold]answer:[/bold] {escape(result.answer) or '(none)'}"
+                  + (f"  [dim]({escape(', '.join(result.answer_ids[:5]))})[/dim]" if result.answer_ids else ""))
+    if result.paths:
+        console.print(f"[bold]reasoning paths[/bold] ({len(result.paths)}):")
+        for text in result.path_texts()[:20]:
+            console.print(f"  {escape(text)}")
+        if len(result.paths) > 20:
+            console.print(f"  … {len(result.paths) - 20} more (use --json or --view)")
+    else:
+        console.print("[bold]reasoning paths:[/bold] none")
+    if result.reasoning:
+        console.print(f"[bold]reasoning:[/bold] {escape(result.reasoning[:600])}")
+    console.print("[dim]cost: " + escape(", ".join(f"{k}={v:g}" for k, v in sorted(result.cost.items()))) + "[/dim]")
+
+
+async def cmd_ask(args: argparse.Namespace) -> int:
+    from .federation import kg_names
+    from .run import run_spec
+    from ..harness.runner import Runtime
+
+    if not args.question.strip():
+        raise KgfedError("the question is empty: give it in quotes, e.g. kgfed ask \"who founded Apple?\"")
+    if args.view and not Path(args.view).resolve().parent.is_dir():
+        raise KgfedError(f"cannot write {args.view}: directory {Path(args.view).parent} does not exist")
+    kg_names(args)
+    ids = [i.strip() for item in args.topic for i in item.split(",") if i.strip()]
+    from .app import Spinner
+
+    with Spinner(f"answering with {args.method}…"):
+        async with Runtime(run_spec(args)) as runtime:
+            topics = await topics_from_ids(ids, runtime.kgs) if ids else None
+            result = await runtime.method.answer(args.question, topics)
+            dialects = {name: kg.dialect.name for name, kg in runtime.kgs.items()}
+    if args.view:
+        from ..federation import views
+
+        title = f"kgfed ask ({result.method}): {args.question}"
+        try:
+            Path(args.view).write_text(views.to_html(paths_graph(result, dialects), title, layout=args.layout), encoding="utf-8")
+        except OSError as exc:
+            raise KgfedError(f"cannot write {args.view}: {exc.strerror}") from None
+        print(f"kgfed: wrote {args.view}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=1))
+    else:
+        _print_result(result)
+    return 0

@@ -1,0 +1,74 @@
+"""`kgfed context`: Wikipedia passages about entities, ranked against a question (ToG-2 context retrieval)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ...sparql.errors import KgfedError
+
+LIVE_PREFIXES = ("wikidata", "qlever-", "http://", "https://")
+
+
+def register(command, add_source_options, add_cache_options) -> None:
+    p = command("context", cmd_context, "Wikipedia passages about entities, ranked against a question")
+    p.add_argument("entities", nargs="+", help="Q42 / m.0282x (via P646) / a Wikipedia title")
+    p.add_argument("--question", "-q", required=True, help="the question the passages are ranked against")
+    p.add_argument("--top-k", type=int, default=10, help="passages to return (default 10, ToG-2's K)")
+    p.add_argument("--text-source", help="wikipedia | demo | file:PATH.jsonl (default: wikipedia with a live "
+                                         "--endpoint, else the bundled demo extracts)")
+    p.add_argument("--wiki-mode", choices=["extracts", "intro", "summary"], default="extracts",
+                   help="live text: whole page (default), lead section only, or the REST summary")
+    p.add_argument("--ranker", choices=["sbert", "bm25"], default="sbert", help="SBERT cosine (default) or BM25")
+    p.add_argument("--path-text", help="reasoning-path sentence put before every chunk (ToG-2 Eq. 5)")
+    p.add_argument("--max-sentences", type=int, default=3, help="sentences per chunk (default 3)")
+    p.add_argument("--max-words", type=int, default=100, help="words per chunk unless one sentence is longer (default 100)")
+    p.add_argument("--overlap", type=int, default=1, help="sentences shared by consecutive chunks (default 1)")
+    p.add_argument("--maxlag", type=int, default=5, help="MediaWiki maxlag in seconds (default 5; 0 to omit)")
+    add_source_options(p)
+
+
+def default_text_source(endpoint: str | None) -> str:
+    """Live Wikipedia beside a live KG endpoint; the offline demo extracts beside the demo KG or a file."""
+    return "wikipedia" if endpoint and endpoint.startswith(LIVE_PREFIXES) else "demo"
+
+
+async def cmd_context(args: argparse.Namespace) -> int:
+    from contextlib import AsyncExitStack
+
+    from ...endpoints.client import DEFAULT_USER_AGENT, HttpClient
+    from ...sparql import terms
+    from .app import emit, open_kg
+    from ..text.context import entity_pages, open_text_source, rank_pages
+    from ..text.passages import ChunkSpec
+
+    if args.top_k < 1:
+        raise KgfedError("--top-k must be at least 1")
+    spec = args.text_source or default_text_source(args.endpoint)
+    chunks = ChunkSpec(args.max_sentences, args.max_words, args.overlap)
+    async with AsyncExitStack() as stack:
+        client = None
+        if spec == "wikipedia":
+            client = await stack.enter_async_context(HttpClient(user_agent=args.user_agent or DEFAULT_USER_AGENT, timeout=args.timeout))
+        source = open_text_source(spec, client=client, cache_dir=args.cache_dir, cache=not args.no_cache,
+                                  offline=args.offline, mode=args.wiki_mode, maxlag=args.maxlag or None)
+        stack.push_async_callback(source.aclose)
+        ids = [e for e in args.entities if terms.FREEBASE_MID.match(e) or (terms.WIKIDATA_ID.match(e) and e.startswith("Q"))]
+        needs_kg = any(terms.FREEBASE_MID.match(e) for e in ids) or (bool(ids) and not source.by_qid)
+        kg = None
+        if needs_kg:
+            endpoint = args.endpoint or ("wikidata" if spec == "wikipedia" else None)
+            kg = await stack.enter_async_context(open_kg(args, endpoint, dialect=args.dialect or "wikidata"))
+        pages = await entity_pages(args.entities, text_source=source, kg=kg)
+        passages = await rank_pages(args.question, pages, top_k=args.top_k, ranker=args.ranker, chunks=chunks,
+                                    path_text=args.path_text)
+    for entity, page in pages.items():
+        if not page.text:
+            print(f"kgfed: warning: {entity}: no text ({page.reason or 'empty page'})", file=sys.stderr)
+    if not passages and any(p.error for p in pages.values()):
+        raise KgfedError(next(p.reason for p in pages.values() if p.error))
+    rows = [{"rank": i, **p.to_json()} for i, p in enumerate(passages, 1)]
+    if not args.json:
+        for row in rows:
+            row["score"] = f"{row['score']:.3f}"
+    emit(args, rows, ["rank", "score", "entity", "title", "text"], f"context for {args.question!r} ({source.name})")
+    return 0

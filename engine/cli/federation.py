@@ -1,0 +1,241 @@
+"""`kgfed align` and `kgfed expand`: entities aligned across KGs, and their merged subgraph.
+
+    kgfed align m.0d3k14 --kg freebase,wikidata
+    kgfed expand Q42 --kg freebase,wikidata --hops 2 --width 3 --view merged.html --dot merged.dot --json
+
+`open_kgs(args)` turns `--kg NAME[,NAME]` and repeatable `--endpoint NAME=[DIALECT@]SPEC` into named KGs
+(the demo KG of a dialect when no endpoint is given; a `freebase@`/`wikidata@` prefix gives the dialect
+of a URL whose KG name does not); `kgfed ask`/`run` reuse it with `add_kg_options`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ...sparql.errors import KgfedError
+from ..config import DEFAULT_KGS, KGs, KGSpec, close_kgs
+from ..config import kg_specs as config_kg_specs
+from ..config import open_kgs as open_config_kgs
+
+
+def register(command, add_source_options, add_cache_options) -> None:
+    p = command("align", cmd_align, "align entities across KGs (Freebase mid <-> Wikidata QID) with method and confidence")
+    p.add_argument("ids", nargs="+", help="m.0d3k14 / Q42 … (each is looked up in every other KG)")
+    add_kg_options(p)
+    add_alignment_options(p)
+    add_cache_options(p)
+
+    p = command("expand", cmd_expand, "expand topic entities over several KGs into one merged subgraph")
+    p.add_argument("topics", nargs="+", help="Q42 / m.0282x … (aligned to the other KGs first)")
+    p.add_argument("--hops", type=int, default=1, help="depth (default 1)")
+    p.add_argument("--width", type=int, default=3, help="relations followed per entity and KG (default 3; 0 = all)")
+    p.add_argument("--limit", type=int, default=10, help="neighbours kept per entity and relation (default 10; 0 = all)")
+    p.add_argument("--direction", choices=["out", "in", "both"], default="both")
+    p.add_argument("--view", metavar="HTML", help="write a self-contained HTML picture (inline SVG)")
+    p.add_argument("--dot", metavar="DOT", help="write Graphviz DOT")
+    p.add_argument("--rdf", metavar="TRIG", help="write an RDF dataset (one named graph per KG) as TriG")
+    p.add_argument("--layout", choices=["auto", "dot", "simple"], default="auto",
+                   help="picture layout: Graphviz dot, the built-in circle, or auto (dot when installed)")
+    p.add_argument("--align-relations", type=float, metavar="THRESHOLD", nargs="?", const=0.6,
+                   help="also match relations across KGs by label embeddings (default threshold 0.6)")
+    add_kg_options(p)
+    add_alignment_options(p)
+    add_cache_options(p)
+
+
+def add_kg_options(parser: argparse.ArgumentParser) -> None:
+    """--kg NAME[,NAME] and repeatable --endpoint NAME=SPEC (what `open_kgs` reads)."""
+    parser.add_argument("--kg", default=None, help=f"KGs to federate, comma-separated (default {','.join(DEFAULT_KGS)}, or the --endpoint names)")
+    parser.add_argument("--endpoint", "-e", action="append", default=None, metavar="KG=[DIALECT@]SPEC",
+                        help="endpoint of one KG, repeatable: freebase=file:fb.nt, wikidata=wikidata, fb=qlever-freebase, "
+                             "fb2=freebase@http://host:8890/sparql (default: the bundled demo KG of that dialect)")
+
+
+def add_alignment_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--methods", default="auto",
+                        help="alignment methods in order: p646,label,sbert (default auto: all three when the embeddings extra is installed)")
+    parser.add_argument("--threshold", type=float, default=0.9, help="SBERT similarity needed to align (default 0.9)")
+    parser.add_argument("--margin", type=float, default=0.05, help="SBERT lead over the runner-up needed (default 0.05)")
+
+
+def kg_specs(args: argparse.Namespace) -> list[KGSpec]:
+    """The `KGSpec`s of --kg/--endpoint/--partial (`config.kg_specs`)."""
+    return config_kg_specs(getattr(args, "kg", None), getattr(args, "endpoint", None), partial=getattr(args, "partial", None))
+
+
+def kg_names(args: argparse.Namespace) -> list[str]:
+    """The KG names asked for: --kg, else the --endpoint names, else freebase,wikidata."""
+    return [spec.name for spec in kg_specs(args)]
+
+
+def open_kgs(args: argparse.Namespace, client=None) -> KGs:
+    """Named KGs from --kg/--endpoint and the cache options (`config.open_kgs`); close them with `close_kgs`.
+
+    A KG named `freebase` or `wikidata` speaks that dialect; any other name takes the dialect of its
+    endpoint (a profile, or sniffed from a file) or of its `freebase@`/`wikidata@` prefix. Without an
+    endpoint a dialect name opens its demo KG. Every KG shares one `HttpClient` (`client`, or a new one
+    closed by `close_kgs`), so two KGs on one host share its concurrency cap, budget and 429 pauses.
+    """
+    from .app import cache_options, http_options
+
+    return open_config_kgs(kg_specs(args), http=http_options(args), cache=cache_options(args), client=client)
+
+
+def make_aligner(args: argparse.Namespace, kgs: dict[str, Any]):
+    """An `Aligner` from --methods/--threshold/--margin (`auto` uses SBERT only when it is installed)."""
+    import importlib.util
+
+    from ..federation.align import METHODS, Aligner
+
+    if args.methods == "auto":
+        methods = [m for m in METHODS if m != "sbert" or importlib.util.find_spec("sentence_transformers")]
+    else:
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    return Aligner(kgs, methods=methods, threshold=args.threshold, margin=args.margin, cache=not args.no_cache)
+
+
+# -- commands --------------------------------------------------------------------------------------
+async def cmd_align(args: argparse.Namespace) -> int:
+    from .app import emit
+
+    kgs = open_kgs(args)
+    try:
+        aligner = make_aligner(args, kgs)
+        found = await aligner.align(args.ids)
+        wanted: dict[str, set[str]] = {n: set() for n in kgs}
+        for entity, alignments in found.items():
+            for name in aligner.kgs_of(entity):
+                wanted[name].add(entity)
+            for a in alignments:
+                wanted[a.target_kg].add(a.target)
+        labels = {n: await kgs[n].labels(sorted(ids)) if ids else {} for n, ids in wanted.items()}
+    finally:
+        await close_kgs(kgs)
+    rows = []
+    for entity, alignments in found.items():
+        source = aligner.kgs_of(entity)[0]
+        label = labels[source][entity].label if entity in labels[source] else None
+        targets = alignments or [None]
+        for a in targets:
+            rows.append({"source_kg": source, "source": entity, "label": label,
+                         "target_kg": a.target_kg if a else None, "target": a.target if a else None,
+                         "target_label": labels[a.target_kg][a.target].label if a else None,
+                         "method": a.method if a else None, "confidence": round(a.confidence, 4) if a else 0.0})
+    if not args.json:
+        rows = [{"source": f"{r['source_kg']}:{r['source']}", "label": r["label"],
+                 "target": f"{r['target_kg']}:{r['target']}" if r["target"] else "-", "target label": r["target_label"],
+                 "method": r["method"] or "-", "confidence": f"{r['confidence']:.2f}"} for r in rows]
+    emit(args, rows, ["source", "label", "target", "target label", "method", "confidence"], "alignments")
+    unaligned = [e for e, a in found.items() if not a]
+    if unaligned and not args.json:
+        print(f"kgfed: no counterpart found for {', '.join(unaligned)}", file=sys.stderr)
+    return 0
+
+
+async def cmd_expand(args: argparse.Namespace) -> int:
+    from ..federation.subgraph import align_relations, expand
+
+    for option in ("hops", "width", "limit"):
+        if getattr(args, option) < 0:
+            raise KgfedError(f"--{option} must be ≥ 0")
+    outputs = [Path(p) for p in (args.view, args.dot, args.rdf) if p]
+    for path in outputs:
+        if not path.parent.is_dir():
+            raise KgfedError(f"cannot write {path}: directory {path.parent} does not exist")
+    kgs = open_kgs(args)
+    try:
+        with _progress() as report:
+            merged = await expand(args.topics, kgs, args.hops, args.width or None, limit=args.limit or None,
+                                  aligner=make_aligner(args, kgs), direction=args.direction, progress=report)
+            if args.align_relations is not None:
+                report("aligning relations", 0, 0)
+                await align_relations(merged, args.align_relations)
+    finally:
+        await close_kgs(kgs)
+    _write_outputs(args, merged)
+    if args.json:
+        print(json.dumps(merged.to_json(), ensure_ascii=False, indent=1))
+    else:
+        _print_summary(merged)
+    touched = {i for e in merged.edges for i in (e.subject, e.object)}
+    lonely = [t for t in args.topics if not any(t in n.ids.values() for i, n in enumerate(merged.nodes) if i in touched)]
+    if lonely:  # an unknown id (or a KG of another dialect) must not pass as "0 edges"
+        print(f"kgfed: warning: no edges from {', '.join(lonely)} in {', '.join(kgs)}: unknown id, or not in these KGs",
+              file=sys.stderr)
+    return 0
+
+
+def _write_outputs(args: argparse.Namespace, merged) -> None:
+    from ..federation import views
+
+    title = f"kgfed: {' '.join(args.topics)} over {', '.join(merged.kgs)} ({args.hops} hop{'s' if args.hops != 1 else ''})"
+    try:
+        if args.view:
+            Path(args.view).write_text(views.to_html(merged, title, layout=args.layout), encoding="utf-8")
+        if args.dot:
+            Path(args.dot).write_text(views.to_dot(merged, title), encoding="utf-8")
+        if args.rdf:
+            views.to_rdflib(merged).serialize(destination=args.rdf, format="trig")
+    except OSError as exc:
+        raise KgfedError(f"cannot write {exc.filename}: {exc.strerror}") from None
+    for path in (args.view, args.dot, args.rdf):
+        if path:
+            print(f"kgfed: wrote {path}", file=sys.stderr)
+
+
+def _print_summary(merged) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console()
+    per_kg = ", ".join(f"{kg} {sum(1 for e in merged.edges if e.kg == kg)}" for kg in merged.kgs)
+    aligned = [n for n in merged.nodes if n.aligned]
+    console.print(f"{len(merged.nodes)} entities ({len(aligned)} aligned), {len(merged.edges)} edges ({per_kg})")
+    table = Table(title="edges")
+    for column in ("kg", "subject", "relation", "object"):
+        table.add_column(column)
+    for edge in merged.edges[:60]:
+        table.add_row(edge.kg, escape(_name(merged.nodes[edge.subject])), escape(f"{edge.label} ({edge.relation})"),
+                      escape(_name(merged.nodes[edge.object])))
+    console.print(table)
+    if len(merged.edges) > 60:
+        console.print(f"… {len(merged.edges) - 60} more edges (use --json, --view or --dot for all)")
+
+
+def _name(node) -> str:
+    ids = " ".join(node.ids.values())
+    return f"{node.label} [{ids}]" if node.label else ids
+
+
+class _progress:
+    """A rich progress bar on stderr (silent when stderr is not a terminal)."""
+
+    def __enter__(self):
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        console = Console(stderr=True)
+        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                             console=console, transient=True, disable=not console.is_terminal)
+        self._bar.__enter__()
+        self._task = self._bar.add_task("expanding", total=None)
+        from ..toolbox import embeddings  # the bar, not a second live line, says when the model is loading
+
+        self._hook, embeddings.on_loading = embeddings.on_loading, self.loading
+        return self.report
+
+    def loading(self, started: bool) -> None:
+        self._bar.update(self._task, description="loading the sentence-embedding model…" if started else "expanding")
+
+    def report(self, what: str, done: int, total: int) -> None:
+        self._bar.update(self._task, description=what, completed=done, total=total or None)
+
+    def __exit__(self, *exc) -> None:
+        from ..toolbox import embeddings
+
+        embeddings.on_loading = self._hook
+        self._bar.__exit__(*exc)

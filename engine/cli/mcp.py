@@ -1,0 +1,49 @@
+"""`kgfed mcp`: serve the engine to LLM agents over the Model Context Protocol (stdio or streamable HTTP).
+
+    kgfed mcp                                                    # stdio, demo KGs (Freebase + Wikidata)
+    kgfed mcp --kg wikidata --endpoint wikidata=wikidata --user-agent "my-agent/1.0 (me@example.org)"
+    kgfed mcp --transport http --port 8765 --kg freebase,wikidata \\
+        --endpoint freebase=file:fb.nt --endpoint wikidata=file:wd.nt --replay session.yaml --offline
+
+The `mcp` SDK (extra `mcp`) is imported only when the command runs; see docs/mcp.md.
+"""
+from __future__ import annotations
+
+import argparse
+
+from ...sparql.errors import KgfedError
+
+
+def register(command, add_source_options, add_cache_options) -> None:
+    from .ask import METHOD_NAMES
+    from .federation import add_alignment_options, add_kg_options
+
+    p = command("mcp", cmd_mcp, "serve the KGs as MCP tools for LLM agents (stdio, or streamable HTTP on 127.0.0.1)")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                   help="stdio (default: Claude Desktop/Code launch the command) or streamable HTTP on 127.0.0.1")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port on 127.0.0.1 (default 8765)")
+    p.add_argument("--llm", default="none",
+                   help=f"LLM of the ask tool ({METHOD_NAMES}): anthropic[:MODEL] | openai:URL[#MODEL] | replay:DIR | none (default)")
+    p.add_argument("--text-source", help="text of the context tool: wikipedia | demo | file:PATH.jsonl "
+                                         "(default: wikipedia beside a live endpoint, else the demo extracts)")
+    add_kg_options(p)
+    add_alignment_options(p)
+    add_cache_options(p)
+    for action in p._actions:  # tool results are JSON already: --json means nothing here
+        if "--json" in action.option_strings:
+            action.help = argparse.SUPPRESS
+
+
+async def cmd_mcp(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from .federation import kg_names
+
+    if not 0 < args.port < 65536:
+        raise KgfedError(f"--port {args.port} is not a TCP port: give 1-65535")
+    if importlib.util.find_spec("mcp") is None:
+        raise KgfedError("the MCP SDK is not installed: pip install 'kgfed[mcp]'")
+    kg_names(args)  # validate --kg/--endpoint before anything starts
+    from ..mcp.server import serve
+
+    return await serve(args)

@@ -1,0 +1,108 @@
+"""`kgfed run`: a KBQA method over a whole question file, and `kgfed eval` (the issue's name for `evaluate`).
+
+    kgfed run cwq-subgraph --method tog --kg freebase --endpoint freebase=file:cwq_subgraph.nt \\
+        --llm none --out preds.jsonl --limit 100 --in-flight 8
+    kgfed eval preds.jsonl --dataset cwq --gold ../shared/data/freebase/cwq_questions.jsonl
+
+See docs/harness.md: output formats (tog, tog-json, tog2), resuming, the cost sidecar, --workers, --ray.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ...sparql.errors import KgfedError
+
+
+def register(command, add_source_options, add_cache_options) -> None:
+    from .ask import add_method_options
+    from .federation import add_kg_options
+    from ..harness.evaluate import FORMATS
+
+    p = command("run", cmd_run, "run a KBQA method over a question file: ToG-compatible predictions, costs, resumable")
+    p.add_argument("dataset", help="question file, or a shared name: cwq, webqsp, qald, cwq-subgraph, federation …")
+    p.add_argument("--dataset-name", "-d", help="dataset rule for loading and scoring (default: detected)")
+    p.add_argument("--out", "-o", required=True, help="predictions file (re-running skips the ids already in it)")
+    p.add_argument("--format", "-f", choices=FORMATS, default="tog",
+                   help="tog: JSONL as ToG's main_freebase.py (default); tog-json: a JSON list; tog2: ToG-2's `answer` records")
+    p.add_argument("--costs", help="per-question cost sidecar (default: OUT without suffix + .costs.jsonl)")
+    p.add_argument("--limit", type=int, help="only the first N questions (after --sample)")
+    p.add_argument("--sample", type=int, help="a seeded random sample of N questions (kept in dataset order)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    p.add_argument("--workers", type=int, default=1, help="processes sharing the cache directory (default 1)")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run --workers Ray actors (local cluster, or ADDRESS of a running one; share --cache-dir)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_method_options(p)
+    add_kg_options(p)
+    add_cache_options(p)
+    # `--concurrency` keeps its meaning of every command (requests per host); questions in flight is its own option.
+    p.add_argument("--in-flight", type=int, default=8, help="questions answered at once per worker (default 8)")
+
+    p = command("eval", cmd_eval, "score predictions (ToG's Hits@1 rule and a strict score); alias of evaluate")
+    p.add_argument("predictions", help="the method's output file")
+    p.add_argument("--dataset", "-d", help="dataset name (cwq, webqsp, …): its scoring rule, and its shared file without --gold")
+    p.add_argument("--gold", "-g", help="question file the run used, with the gold answers (default: the shared file of "
+                                        "--dataset, which must then cover every question)")
+    p.add_argument("--format", "-f", choices=FORMATS, default="tog", help="tog: JSONL, tog-json: JSON list, tog2: `answer`")
+    p.add_argument("--compare", metavar="PREDICTIONS_B", help="a second prediction file to compare with")
+    p.add_argument("--compare-format", choices=FORMATS, help="format of the --compare file (default: --format)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+async def cmd_eval(args: argparse.Namespace) -> int:
+    from .evaluate import cmd_evaluate
+
+    if not args.gold and not args.dataset:
+        raise KgfedError("no gold answers: give --gold FILE (the question file the run used) or --dataset NAME")
+    args.questions = args.gold or args.dataset
+    args.gold_implied = not args.gold  # the shared file stands in: it must be the one the run used
+    return await cmd_evaluate(args)
+
+
+def run_spec(args: argparse.Namespace):
+    """The RunSpec of `kgfed ask`/`run` options (method, params, KGs, cache, LLM, text)."""
+    from .ask import method_params
+    from ..harness.runner import KG_OPTION_DEFAULTS, RunSpec
+
+    options = {key: getattr(args, key, default) for key, default in KG_OPTION_DEFAULTS.items()}
+    return RunSpec(args.method, method_params(args), options, args.llm, args.text)
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    from .federation import kg_names
+    from ..harness.datasets import load_dataset
+    from ..harness.runner import run, select_questions
+
+    kg_names(args)  # validate --kg/--endpoint before loading anything
+    if args.ray is not None and args.workers == 1:
+        args.workers = 2
+    questions = select_questions(load_dataset(args.dataset, args.dataset_name), limit=args.limit,
+                                 sample=args.sample, seed=args.seed)
+    summary = await run(run_spec(args), questions, args.out, fmt=args.format, concurrency=args.in_flight,
+                        workers=args.workers, use_ray=args.ray is not None, ray_address=args.ray or None,
+                        costs=args.costs, progress=not args.no_progress)
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False, indent=1))
+    else:
+        print(report_text(summary))
+    if summary["failed"]:
+        first = next(iter(summary["failures"].items()))
+        print(f"kgfed: error: {summary['failed']} question(s) failed and were not written (first: {first[0]}: {first[1]}); "
+              "run again to retry them", file=sys.stderr)
+    return 1 if summary["failed"] else 0
+
+
+def report_text(s: dict) -> str:
+    """The final report of a run, a few readable lines."""
+    lines = [
+        f"{s['answered']}/{s['questions']} questions answered in {s['out']} ({s['new']} new, {s['skipped']} resumed, {s['failed']} failed)",
+        f"Hits@1 (ToG rule) {s['hits@1']:.4f}   strict {s['strict']:.4f}",
+    ]
+    if s["new"]:
+        lines.append(f"{s['questions_per_second']:.2f} questions/s   {s['queries_per_question']:.1f} queries/question   "
+                     f"{s['requests_per_question']:.1f} requests/question   cache hits {s['cache_hit_rate']:.0%}   "
+                     f"{s['llm_calls_per_question']:.1f} LLM calls/question   {s['tokens_per_question']:.0f} tokens/question")
+    lines.append(f"per-question costs: {s['costs']}")
+    return "\n".join(lines)

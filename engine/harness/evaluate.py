@@ -1,0 +1,338 @@
+"""Scoring KBQA predictions exactly as ToG's eval does, plus a strict score beside it.
+
+ToG (`eval/eval.py --dataset cwq --output_file F`, `eval/utils.py`) takes the text between the
+first "{" and the first "}" of a prediction's `results` (the whole text when there is no "{"),
+removes spaces, lower-cases, and counts a hit when it equals a gold answer or either contains the
+other ("Exact Match", reported as Hits@1). ToG-2 does the same on its records' `answer`, without
+the brace step. That rule is generous: an empty answer ("{}") is inside every gold, and a short
+gold alias like "en" is inside most answers. The strict score asks for an exact match after
+normalisation (case, punctuation, articles, whitespace) and never credits an empty answer.
+
+A ToG answer `{NULL}` (the model, or kgfed for a method that found nothing, saying "no answer") is
+what ToG's eval.py skips: it stays in the denominator but is scored neither right nor wrong; kgfed
+counts it as not right under both rules and reports how many there were (`null`) beside the scores.
+
+    predictions = read_predictions("ToG_cwq.jsonl", "tog")
+    report = evaluate(predictions, load_dataset("cwq"), "cwq")
+    report.to_json()   # {"hits@1": ..., "strict": ..., "n": ..., "per_type": ..., ...}
+"""
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...sparql.errors import DatasetError
+from .datasets import Question, canonical_dataset, gold_answers, load_dataset, read_records
+
+FORMATS = ("tog", "tog-json", "tog2")
+NULL_ANSWER = "NULL"  # ToG's "no answer": `{NULL}` in `results` (eval.py: in the denominator, never right)
+# The prediction field holding the model's output, per format.
+_OUTPUT_FIELD = {"tog": "results", "tog-json": "results", "tog2": "answer"}
+# Where a prediction record keeps its question: ToG writes "question"; ToG-2's eval can be told
+# another key (--data_question_string), e.g. "claim" for fever.
+QUESTION_FIELDS = ("question", "claim", "sentence", "input", "RawQuestion")
+# ToG-2's eval scores a fever run that stopped early as NOT ENOUGH INFO. Its test reads
+# `("no entity find in depth" or "Last situation...") in remark`, i.e. only the first phrase.
+_FEVER_EARLY_STOP = "no entity find in depth"
+
+
+# -- the rules -------------------------------------------------------------------------------------
+def extract_answer(text: str) -> str:
+    """ToG's `clean_results`: text[first "{" + 1 : first "}"], or the whole text without a "{".
+
+    Kept exactly, quirks included: with no "}" the slice ends one character early, and a "}"
+    before the "{" gives "".
+    """
+    if "{" not in text:
+        return text
+    return text[text.find("{") + 1:text.find("}")]
+
+
+def _squash(text: str) -> str:
+    return text.strip().replace(" ", "").lower()
+
+
+def tog_match(pred: str, golds: Iterable[str]) -> bool:
+    """ToG's `exact_match`: spaces removed, lower-cased; equal, or either contains the other."""
+    answer = _squash(pred)
+    return any(answer == gold or answer in gold or gold in answer for gold in map(_squash, golds))
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize(text: str) -> str:
+    """Lower-case, drop punctuation (any Unicode P* character) and articles, collapse whitespace."""
+    text = "".join(ch for ch in text.lower() if not unicodedata.category(ch).startswith("P"))
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def _candidates(pred: str) -> list[str]:
+    """The whole answer, and its first item when it lists several (Hits@1 looks at the first)."""
+    first = re.split(r"[;,]", pred, maxsplit=1)[0]
+    return [pred, first] if first != pred else [pred]
+
+
+def strict_match(pred: str, golds_and_aliases: Iterable[str]) -> bool:
+    """Normalised exact match of the answer (or its first listed item) with a gold name or alias.
+    An empty answer never counts, nor does an empty gold."""
+    golds = {g for g in map(normalize, golds_and_aliases) if g}
+    return any(c in golds for c in map(normalize, _candidates(pred)) if c)
+
+
+# -- predictions -----------------------------------------------------------------------------------
+@dataclass
+class Prediction:
+    """One model output for one question, as a ToG (`results`) or ToG-2 (`answer`) record holds it."""
+
+    question: str                       # the question text, as the record gives it
+    raw: str                            # the model's whole output
+    id: str | None = None               # the question id, when the record carries one
+    format: str = "tog"                 # tog / tog-json: the answer is inside "{...}"; tog2: as is
+    reasoning_chains: list[Any] = field(default_factory=list)
+    cost: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # other fields, kept for writing back
+
+    @property
+    def answer(self) -> str:
+        """The text that is scored."""
+        return self.raw if self.format == "tog2" else extract_answer(self.raw)
+
+    @property
+    def null(self) -> bool:
+        """ToG's "no answer": a `results` whose braces hold exactly NULL (eval.py scores it neither way)."""
+        return self.format != "tog2" and "{" in self.raw and self.answer == NULL_ANSWER
+
+
+def _check_format(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise DatasetError(f"unknown prediction format {fmt!r}: use one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def _as_text(value: Any) -> str:
+    return "" if value is None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _numeric(cost: Any) -> dict[str, float]:
+    if not isinstance(cost, Mapping):
+        return {}
+    return {str(k): v for k, v in cost.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def prediction_from_record(record: Mapping[str, Any], fmt: str = "tog", where: str = "record") -> Prediction:
+    """A Prediction from one ToG / ToG-2 output record."""
+    _check_format(fmt)
+    key = next((k for k in QUESTION_FIELDS if k in record), None)
+    output = _OUTPUT_FIELD[fmt]
+    if key is None or (fmt != "tog2" and output not in record):
+        lacks = [name for name, ok in (("question", key), (output, output in record)) if not ok]
+        raise DatasetError(f"{where} lacks {', '.join(lacks)} (has {', '.join(sorted(record)) or 'no fields'}): "
+                           f"pass the right --format ({', '.join(FORMATS)})")
+    chains = record.get("reasoning_chains") if fmt != "tog2" else None
+    known = {key, output, "id", "cost"} | ({"reasoning_chains"} if fmt != "tog2" else set())
+    return Prediction(
+        question=_as_text(record[key]),
+        raw=_as_text(record.get(output)),  # ToG-2: a record without `answer` scores ""
+        id=None if record.get("id") in (None, "") else str(record["id"]),
+        format=fmt,
+        reasoning_chains=chains if isinstance(chains, list) else [],
+        cost=_numeric(record.get("cost")),
+        extra={k: v for k, v in record.items() if k not in known},
+    )
+
+
+def read_predictions(path: str | Path, fmt: str = "tog") -> list[Prediction]:
+    """Records of a ToG JSONL (`tog`), ToG JSON list (`tog-json`) or ToG-2 (`tog2`) output file.
+    The container (JSON list or JSONL) is read either way; `fmt` says which field is the output."""
+    _check_format(fmt)
+    records = read_records(path, what="prediction file")
+    return [prediction_from_record(rec, fmt, f"{path} record {i}") for i, rec in enumerate(records)]
+
+
+def prediction_record(prediction: Prediction, fmt: str = "tog") -> dict[str, Any]:
+    """The output record ToG (`question`, `results`, `reasoning_chains`) or ToG-2 (`question`,
+    `answer`) writes, with `id` and `cost` when known."""
+    record: dict[str, Any] = {"question": prediction.question, _OUTPUT_FIELD[_check_format(fmt)]: prediction.raw}
+    if fmt != "tog2":
+        record["reasoning_chains"] = prediction.reasoning_chains
+    if prediction.id is not None:
+        record["id"] = prediction.id
+    if prediction.cost:
+        record["cost"] = prediction.cost
+    return {**prediction.extra, **record}
+
+
+def write_predictions(predictions: Iterable[Prediction], path: str | Path, fmt: str = "tog") -> Path:
+    """Write a `tog` JSONL file (as ToG's save_2_jsonl), or a `tog-json` / `tog2` JSON list."""
+    records = [prediction_record(p, fmt) for p in predictions]
+    path = Path(path)
+    if fmt == "tog":
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    else:
+        text = json.dumps(records, ensure_ascii=False, indent=4) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- evaluation ------------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    """How one question's prediction scored under both rules."""
+
+    id: str
+    type: str | None
+    answer: str
+    tog: bool
+    strict: bool
+    null: bool = False  # `{NULL}`: counted in n, right under neither rule
+
+
+def _rate(hits: int, n: int) -> float:
+    return hits / n if n else 0.0
+
+
+def _scores(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    n = len(outcomes)
+    tog = sum(o.tog for o in outcomes)
+    strict = sum(o.strict for o in outcomes)
+    return {"n": n, "hits@1": _rate(tog, n), "strict": _rate(strict, n), "hits": tog, "strict_hits": strict,
+            "null": sum(o.null for o in outcomes)}
+
+
+@dataclass
+class Report:
+    """Scores of one prediction file against one question set."""
+
+    dataset: str
+    outcomes: list[Outcome]
+    missing: list[str] = field(default_factory=list)     # question ids without a prediction
+    duplicates: list[str] = field(default_factory=list)  # question ids predicted more than once (first scored)
+    cost: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.outcomes)
+
+    @property
+    def hits_at_1(self) -> float:
+        return _rate(sum(o.tog for o in self.outcomes), self.n)
+
+    @property
+    def strict(self) -> float:
+        return _rate(sum(o.strict for o in self.outcomes), self.n)
+
+    @property
+    def disagreements(self) -> list[str]:
+        """Question ids the ToG rule and the strict score judge differently."""
+        return [o.id for o in self.outcomes if o.tog != o.strict]
+
+    def per_type(self) -> dict[str, dict[str, Any]]:
+        groups: dict[str, list[Outcome]] = {}
+        for outcome in self.outcomes:
+            if outcome.type is not None:
+                groups.setdefault(outcome.type, []).append(outcome)
+        return {name: _scores(group) for name, group in sorted(groups.items())}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, **_scores(self.outcomes), "per_type": self.per_type(),
+                "disagreements": self.disagreements, "missing": self.missing,
+                "duplicates": self.duplicates, "cost": self.cost}
+
+
+def _scored_text(prediction: Prediction, dataset: str) -> str:
+    if dataset == "fever" and prediction.format == "tog2" and _FEVER_EARLY_STOP in str(prediction.extra.get("remark", "")):
+        return "NOT ENOUGH INFO"
+    return prediction.answer
+
+
+def _match_questions(predictions: Sequence[Prediction], questions: Sequence[Question]) -> list[tuple[Prediction, Question]]:
+    """Each prediction's question: by id when it carries a known one, else by exact text (first
+    question with that text, as ToG's `align`). Unmatched predictions raise DatasetError."""
+    by_id = {q.id: q for q in questions}
+    by_text: dict[str, Question] = {}
+    for question in questions:
+        by_text.setdefault(question.text, question)
+    pairs, unmatched = [], []
+    for prediction in predictions:
+        question = by_id.get(prediction.id or "") or by_text.get(prediction.question)
+        if question is None:
+            unmatched.append(prediction)
+        else:
+            pairs.append((prediction, question))
+    if unmatched:
+        raise DatasetError(f"{len(unmatched)} prediction(s) match no question (first: {unmatched[0].question[:60]!r}): "
+                           "evaluate against the question file the run used")
+    return pairs
+
+
+def _sum_costs(costs: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for cost in costs:
+        for key, value in cost.items():
+            total[key] = total.get(key, 0) + value
+    return total
+
+
+def evaluate(predictions: Sequence[Prediction], questions: Sequence[Question], dataset: str | None = None) -> Report:
+    """Hits@1 by ToG's rule and the strict score of `predictions` on `questions`.
+
+    Gold answers follow `gold_answers(question, dataset)`; the strict score also accepts the
+    question's aliases. n counts questions with a prediction (ToG divides by the number of output
+    records; a question predicted twice is scored once here, by its first record).
+    """
+    name = canonical_dataset(dataset or (questions[0].dataset if questions else ""))
+    outcomes: list[Outcome] = []
+    seen: set[str] = set()
+    duplicates: list[str] = []
+    used: list[Prediction] = []
+    for prediction, question in _match_questions(predictions, questions):
+        if question.id in seen:
+            duplicates.append(question.id)
+            continue
+        seen.add(question.id)
+        used.append(prediction)
+        golds = gold_answers(question, name)
+        text = _scored_text(prediction, name)
+        if prediction.null:  # ToG's eval.py: neither right nor wrong, still in the denominator
+            outcomes.append(Outcome(question.id, question.type, text, False, False, null=True))
+            continue
+        outcomes.append(Outcome(question.id, question.type, text, tog_match(text, golds),
+                                strict_match(text, golds + question.aliases)))
+    missing = [q.id for q in questions if q.id not in seen]
+    return Report(name, outcomes, missing, list(dict.fromkeys(duplicates)), _sum_costs(p.cost for p in used))
+
+
+def compare(report_a: Report, report_b: Report) -> dict[str, Any]:
+    """Two runs on the same questions: scores on the questions both answered, which questions only
+    one of them got (ToG rule and strict), and the cost difference (b - a)."""
+    a = {o.id: o for o in report_a.outcomes}
+    b = {o.id: o for o in report_b.outcomes}
+    common = [i for i in a if i in b]
+
+    def only(first: dict[str, Outcome], second: dict[str, Outcome], rule: str) -> list[str]:
+        return [i for i in common if getattr(first[i], rule) and not getattr(second[i], rule)]
+
+    keys = sorted(set(report_a.cost) | set(report_b.cost))
+    return {
+        "n_common": len(common),
+        "a": _scores([a[i] for i in common]),
+        "b": _scores([b[i] for i in common]),
+        "only_a": only(a, b, "tog"), "only_b": only(b, a, "tog"),
+        "strict_only_a": only(a, b, "strict"), "strict_only_b": only(b, a, "strict"),
+        "cost": {"a": report_a.cost, "b": report_b.cost,
+                 "delta": {k: report_b.cost.get(k, 0) - report_a.cost.get(k, 0) for k in keys}},
+    }
+
+
+def read_nonempty(path: str | Path, fmt: str) -> list[Prediction]:
+    """`read_predictions`, refusing a file with no records (its score would be a meaningless 0)."""
+    predictions = read_predictions(path, fmt)
+    if not predictions:
+        raise DatasetError(f"{path} holds no predictions: score the output of a run that answered something")
+    return predictions

@@ -1,0 +1,400 @@
+"""The `KG` facade: the same four 1-hop operations over any endpoint of either dialect.
+
+    async with KG.open("wikidata") as kg:
+        rels = await kg.relations("Q42")
+        edges = await kg.neighbors("Q42", "P69")
+
+Batched forms (`relations_many`, `neighbors_many`, `labels`) put a whole beam into `VALUES` blocks of
+`batch_size` and run the blocks concurrently (structured: one failing block cancels its siblings);
+every query goes through the response cache, which checks each answer against the template's variables.
+
+Every answer is right, flagged, or an error: lists come back as `Answer` (dicts as `AnswerMap`) with
+`.partial`; a partial server answer raises `PartialResult` unless the KG was opened with
+`partial="allow"`. Bad input raises `InvalidIdentifier` (a `KgfedError`) before any query is built,
+and a closed KG refuses new calls with `Closed`.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from ...cache.responses import CachedEndpoint, ResponseCache
+from ...endpoints.base import Endpoint
+from ...endpoints.client import DEFAULT_USER_AGENT, POLITE_HOSTS, HttpClient
+from ...endpoints.profiles import resolve_endpoint
+from ...sparql import terms
+from ...sparql.dialects import COMPOUND_SEP, DIRECTIONS, Dialect, FreebaseDialect, RelationFilter, WikidataDialect, check_direction
+from ...sparql.errors import Closed, InvalidIdentifier
+from ...sparql.results import SelectResult, Term
+from .model import Answer, AnswerMap, Edge, Hit, Label, Relation, mark
+
+Triple = tuple[str, str, str]  # (entity, relation, direction)
+LIVE_MAX_AGE = 7 * 86400.0  # default max-age of answers from a live public Wikidata endpoint (seconds)
+_LOCAL_HOSTS = ("127.", "localhost", "[::1]", "0.0.0.0")
+
+
+def default_max_age(endpoint: Endpoint, dialect: Dialect) -> float | None:
+    """A week for live public Wikidata endpoints (WDQS, QLever-Wikidata); None (never stale) for fixed
+    dumps: files, Freebase (frozen since 2016), and servers on this machine."""
+    parts = getattr(endpoint, "parts", None)  # a composite (wikidata-full): live if any part is
+    if parts:
+        ages = [default_max_age(part, dialect) for part in parts]
+        return min((a for a in ages if a is not None), default=None)
+    url = getattr(endpoint, "url", None) or getattr(endpoint, "name", "")
+    if not isinstance(dialect, WikidataDialect) or not str(url).startswith(("http://", "https://")):
+        return None
+    host = str(url).split("://", 1)[1]
+    return None if host.startswith(_LOCAL_HOSTS) else LIVE_MAX_AGE
+
+
+def _sequence(items, what: str, example: str) -> list:
+    """`items` as a list; a bare string, a non-iterable or a mapping is refused with a one-line error."""
+    if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
+        raise InvalidIdentifier(f"invalid {what} {type(items).__name__}: expected a list such as {example}")
+    return list(items)
+
+
+def _chunks(items: Sequence, size: int) -> Iterable[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+class KG:
+    """One knowledge graph behind one endpoint, speaking one dialect, with a response cache."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        dialect: Dialect,
+        *,
+        name: str | None = None,
+        cache: ResponseCache | None = None,
+        offline: bool = False,
+        batch_size: int = 50,
+        expand_cvt: bool = True,
+        relation_filter: RelationFilter | None = None,
+        client: HttpClient | None = None,
+        max_age: float | None | str = "auto",
+        refresh: bool = False,
+        own_cache: bool = False,
+    ):
+        self.dialect = dialect if relation_filter is None else replace(dialect, relation_filter=relation_filter)
+        self.name = name or dialect.name
+        if max_age == "auto":
+            max_age = default_max_age(endpoint, self.dialect)
+        self.endpoint = CachedEndpoint(endpoint, cache, offline=offline, max_age=max_age, refresh=refresh)
+        self.batch_size = terms.positive_int(batch_size, "batch_size")
+        self.expand_cvt = expand_cvt and isinstance(dialect, FreebaseDialect)
+        self._client = client  # owned: closed with the KG
+        self._own_cache = own_cache  # made by KG.open: closed with the KG
+        self._closed = False
+        self._relation_labels: dict[str, str] = {}
+        self._queries: dict[tuple, str] = {}  # rendered templates by arguments
+        self._shorts: dict[str, str] = {}  # IRI -> short id
+        self._follow: dict[str, bool] = {}  # relation -> listed by relations() (filter and dialect allow it)
+
+    # -- construction ----------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        spec: str,
+        *,
+        dialect: str | Dialect | None = None,
+        name: str | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        cache: ResponseCache | None | bool = True,
+        offline: bool = False,
+        user_agent: str = DEFAULT_USER_AGENT,
+        timeout: float = 60.0,
+        concurrency: int | None = None,
+        client: HttpClient | None = None,
+        **options,
+    ) -> "KG":
+        """A KG for an endpoint spec (`wikidata`, `qlever-freebase`, `file:kg.nt`, a URL + dialect).
+
+        `cache=False` disables the response cache; `cache_dir` moves it; `offline=True` answers only
+        from the cache; `refresh=True` re-fetches every answer once (and stores the new one);
+        `max_age` (seconds, None = never stale) overrides the default (a week for live public Wikidata
+        endpoints, never for files, Freebase and local servers). `partial` is the policy for answers a
+        server marks incomplete: `"error"` (default, raise `PartialResult`), `"retry"` (longer timeouts,
+        then raise), `"allow"` (return them, flagged `.partial`). `concurrency` caps requests per host.
+        """
+        owned = client is None
+        if client is None:
+            explicit = None if concurrency is None else {host: concurrency for host in POLITE_HOSTS}
+            client = HttpClient(user_agent=user_agent, timeout=timeout, per_host=concurrency or 16, host_limits=explicit)
+        http_keys = {"default_graph", "partial", "timeout_ms", "max_rows", "post_threshold"}
+        http_options = {k: options.pop(k) for k in list(options) if k in http_keys}
+        endpoint, chosen = resolve_endpoint(spec, dialect=dialect, client=client, **http_options)
+        own_cache = cache is True
+        if cache is True:
+            cache = ResponseCache(cache_dir)
+        elif cache is False:
+            cache = None
+        return cls(endpoint, chosen, name=name, cache=cache, offline=offline, client=client if owned else None,
+                   own_cache=own_cache, **options)
+
+    async def __aenter__(self) -> "KG":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Refuse new calls, cancel queries in flight, flush the cache, close what the KG opened (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self.endpoint.aclose()
+        finally:
+            if self._client is not None:
+                await self._client.aclose()
+            if self._own_cache and self.endpoint.cache is not None:
+                await asyncio.to_thread(self.endpoint.cache.close)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise Closed(f"KG {self.name!r} is closed: open a new one (async with KG.open(...) as kg)")
+
+    @property
+    def stats(self) -> Counter[str]:
+        """Queries asked, cache hits, requests actually sent (and HTTP-level counts when remote)."""
+        stats = Counter(self.endpoint.stats)
+        client = getattr(self.endpoint.inner, "client", None)
+        if client is not None:
+            stats.update({f"http_{k}": v for k, v in client.stats.items()})
+        return stats
+
+    # -- raw -------------------------------------------------------------------------------------
+    async def select(self, query: str) -> SelectResult:
+        """Run any SELECT/ASK through the cache; the answer is checked against the query's form and variables."""
+        self._check_open()
+        return await self.endpoint.select(query)
+
+    async def _gather(self, queries: Iterable[str]) -> list[SelectResult]:
+        """All answers, or the first error with every sibling query cancelled (structured: no request
+        outlives the call unless another caller shares it). Cache hits are taken without a task."""
+        self._check_open()
+        return await self.endpoint.select_all(list(queries))
+
+    def _rendered(self, memo_key: tuple | None, render) -> str:
+        """A template's text, memoised on its (already valid) arguments: a repeated call skips validation
+        and rendering. `memo_key` is None when an argument is not a plain str (then always rendered)."""
+        if memo_key is None:
+            return render()
+        query = self._queries.get(memo_key)
+        if query is None:
+            query = render()
+            if len(self._queries) >= 8192:
+                self._queries.clear()
+            self._queries[memo_key] = query
+        return query
+
+    @staticmethod
+    def _flag(answer, results: Sequence[SelectResult]):
+        """Mark `answer` partial when any of `results` was."""
+        if any(r.partial for r in results):
+            notes = tuple(dict.fromkeys(r.note or "partial answer" for r in results if r.partial))
+            return mark(answer, True, notes)
+        return answer
+
+    def _short(self, term: Term) -> str:
+        if term.kind == "uri":
+            short = self._shorts.get(term.value)
+            if short is None:
+                short = self.dialect.short(term.value) or term.value
+                if len(self._shorts) >= 262144:
+                    self._shorts.clear()
+                self._shorts[term.value] = short
+            return short
+        return term.value
+
+    def _directions(self, direction: str) -> tuple[str, ...]:
+        if isinstance(direction, str) and direction == "both":
+            return DIRECTIONS
+        return (check_direction(direction),)
+
+    # -- relations -------------------------------------------------------------------------------
+    async def relations(self, entity: str, direction: str = "both") -> Answer:
+        """Relations of one entity (outgoing first), filtered by the dialect's relation filter."""
+        if type(entity) is not str or type(direction) is not str:
+            self.dialect.check_entity(entity)
+            self._directions(direction)
+        return (await self.relations_many([entity], direction))[entity]
+
+    async def relations_many(self, entities: Sequence[str], direction: str = "both") -> AnswerMap:
+        """Relations of a beam of entities, one query per batch and direction, split back per entity.
+
+        Only relations `neighbors` can ask about are listed, so every one can be followed.
+        """
+        entities = _sequence(entities, "entity list", "['Q42', 'Q5']")
+        entities = list(dict.fromkeys(self.dialect.check_entity(e) for e in entities))
+        directions = self._directions(direction)
+        jobs = [(d, batch) for d in directions for batch in _chunks(entities, self.batch_size)]
+        results = await self._gather(self._rendered(("relations", d, *batch), lambda d=d, batch=batch: self._relations_query(batch, d))
+                                     for d, batch in jobs)
+        found: dict[str, dict[tuple[str, str], Relation]] = {e: {} for e in entities}
+        for (d, _), result in zip(jobs, results):
+            for row in result.rows:
+                if "e" not in row or "r" not in row:
+                    continue
+                rel = self._short(row["r"])
+                if "r2" in row:
+                    rel = f"{rel}{COMPOUND_SEP}{self._short(row['r2'])}"
+                follow = self._follow.get(rel)
+                if follow is None:
+                    follow = self._follow[rel] = not self.dialect.relation_filter.drops(rel) and self._queryable(rel)
+                if not follow:
+                    continue
+                label = row["rlabel"].value if "rlabel" in row else None
+                if label:
+                    self._relation_labels[rel] = label
+                entity = self._short(row["e"])
+                found.setdefault(entity, {}).setdefault((rel, d), Relation(self.name, entity, rel, d, label))
+        return self._flag(AnswerMap((e, Answer(found.get(e, {}).values())) for e in entities), results)
+
+    def _queryable(self, relation: str) -> bool:
+        """Whether `neighbors` could ask about this relation (a dump may hold ids the dialect refuses)."""
+        try:
+            self.dialect.check_relation(relation)
+        except InvalidIdentifier:
+            return False
+        return True
+
+    def _relations_query(self, batch: Sequence[str], direction: str) -> str:
+        if isinstance(self.dialect, FreebaseDialect):
+            return self.dialect.relations(batch, direction, expand_cvt=self.expand_cvt)
+        return self.dialect.relations(batch, direction)
+
+    # -- neighbours ------------------------------------------------------------------------------
+    async def neighbors(self, entity: str, relation: str, direction: str = "out", *, limit: int | None = None) -> Answer:
+        """Far ends of `entity` over `relation` in one direction (a compound `r1|r2` crosses its CVT).
+
+        `limit` is None (all) or a whole number ≥ 1; 0 and negatives are refused."""
+        plain = type(entity) is str and type(relation) is str and type(direction) is str and (limit is None or type(limit) is int)
+        memo = ("neighbors", entity, relation, direction, limit) if plain else None
+        query = self._rendered(memo, lambda: self.dialect.neighbors(
+            [(self.dialect.check_entity(entity), self.dialect.check_relation(relation))], check_direction(direction),
+            limit=terms.optional_limit(limit)))
+        (result,) = await self._gather([query])
+        bucket: dict[tuple, Edge] = {}
+        self._collect({(entity, relation, direction): bucket}, direction, result, limit)
+        return self._flag(Answer(bucket.values()), [result])
+
+    async def neighbors_many(self, triples: Sequence[Triple], *, limit: int | None = None) -> AnswerMap:
+        """Neighbours of many (entity, relation, direction) at once; `limit` caps each triple's edges."""
+        limit = terms.optional_limit(limit)
+        keys = list(dict.fromkeys(self._triple(t) for t in _sequence(triples, "triple list", "[('Q42', 'P69', 'out')]")))
+        groups: dict[tuple[str, bool], list[tuple[str, str]]] = defaultdict(list)
+        for e, r, d in keys:
+            groups[(d, COMPOUND_SEP in r)].append((e, r))
+        jobs = [(d, batch) for (d, _), pairs in groups.items() for batch in _chunks(pairs, self.batch_size)]
+        results = await self._gather(
+            self.dialect.neighbors(batch, d, limit=limit if len(keys) == 1 else None) for d, batch in jobs
+        )
+        out: dict[Triple, dict[tuple, Edge]] = {k: {} for k in keys}
+        for (d, _), result in zip(jobs, results):
+            self._collect(out, d, result, limit)
+        return self._flag(AnswerMap((k, Answer(v.values())) for k, v in out.items()), results)
+
+    def _collect(self, out: dict[Triple, dict[tuple, Edge]], direction: str, result: SelectResult, limit: int | None) -> None:
+        """Edges of `result` into the buckets of the triples asked about (each capped at `limit`)."""
+        for row in result.rows:
+            if "e" not in row or "r" not in row or "x" not in row:
+                continue  # unbound in a row: nothing to report (the head was checked)
+            edge = self._edge(row, direction)
+            bucket = out.get((edge.origin, edge.relation, direction))
+            if bucket is not None and (limit is None or len(bucket) < limit):
+                bucket.setdefault((edge.subject, edge.object, edge.via), edge)
+
+    def _triple(self, triple) -> Triple:
+        if isinstance(triple, (str, bytes)) or not isinstance(triple, Sequence) or len(triple) != 3:
+            raise InvalidIdentifier(f"invalid triple {terms._show(triple)}: expected (entity, relation, direction) like ('Q42', 'P69', 'out')")
+        e, r, d = triple
+        return (self.dialect.check_entity(e), self.dialect.check_relation(r), check_direction(d))
+
+    def _edge(self, row: dict[str, Term], direction: str) -> Edge:
+        origin = self._short(row["e"])
+        relation = self._short(row["r"])
+        if "r2" in row:
+            relation = f"{relation}{COMPOUND_SEP}{self._short(row['r2'])}"
+        far = row["x"]
+        far_id = self._short(far)
+        far_label = row["xlabel"].value if "xlabel" in row else (far.value if far.kind == "literal" else None)
+        via = (self._short(row["via"]),) if "via" in row else ()
+        common = {"kg": self.name, "relation": relation, "direction": direction, "via": via,
+                  "relation_label": self._relation_labels.get(relation), "literal": far.kind == "literal"}
+        if direction == "out":
+            return Edge(subject=origin, object=far_id, object_label=far_label, **common)
+        return Edge(subject=far_id, object=origin, subject_label=far_label, **common)
+
+    # -- labels and search -----------------------------------------------------------------------
+    async def labels(self, ids: Sequence[str]) -> AnswerMap:
+        """Label, description and aliases of each id (entities or properties); unknown ids get `label=None`."""
+        ids = list(dict.fromkeys(self.dialect.check_entity(i) for i in _sequence(ids, "id list", "['Q42']")))
+        results = await self._gather(self.dialect.labels(batch) for batch in _chunks(ids, self.batch_size))
+        names: dict[str, str] = {}
+        descriptions: dict[str, str] = {}
+        aliases: dict[str, dict[str, None]] = defaultdict(dict)
+        fallback: dict[str, str] = {}
+        for result in results:
+            for row in result.rows:
+                if "id" not in row:
+                    continue
+                key = self._short(row["id"])
+                if "label" in row:
+                    names.setdefault(key, row["label"].value)
+                if "desc" in row:
+                    descriptions.setdefault(key, row["desc"].value)
+                if "alias" in row:
+                    aliases[key][row["alias"].value] = None
+                if "same" in row:  # ToG's owl:sameAs fallback name
+                    fallback.setdefault(key, self._short(row["same"]))
+        return self._flag(AnswerMap(
+            (i, Label(i, names.get(i) or fallback.get(i), descriptions.get(i), tuple(aliases.get(i, ()))))
+            for i in ids
+        ), results)
+
+    async def search(self, text: str, limit: int = 10, *, mode: str | None = None) -> Answer:
+        """Entities whose label or alias matches `text` (exact by default; `contains`; `mwapi` on WDQS)."""
+        if mode == "mwapi" and self.dialect.search_mode != "mwapi":
+            raise InvalidIdentifier(f"search mode 'mwapi' needs the Wikidata Query Service; KG {self.name!r} is not one: use exact or contains")
+        result = await self.select(self.dialect.search(text, limit, mode))  # type: ignore[arg-type]
+        hits: dict[str, Hit] = {}
+        for row in result.rows:
+            if "id" not in row:
+                continue
+            key = self._short(row["id"])
+            hits.setdefault(key, Hit(key, row["label"].value if "label" in row else None, row["desc"].value if "desc" in row else None))
+        return self._flag(Answer(hits.values()), [result])
+
+    async def match_labels(self, texts: Sequence[str]) -> AnswerMap:
+        """Exact label/alias matches for many texts at once (entity linking): text -> hits."""
+        texts = _sequence(texts, "text list", "['Douglas Adams']")
+        if any(not isinstance(t, str) for t in texts):
+            raise InvalidIdentifier("invalid text list: every item must be a string such as 'Douglas Adams'")
+        texts = list(dict.fromkeys(t.strip() for t in texts if t.strip()))
+        results = await self._gather(self.dialect.match_labels(batch) for batch in _chunks(texts, self.batch_size))
+        found: dict[str, dict[str, Hit]] = {t: {} for t in texts}
+        for result in results:
+            for row in result.rows:
+                if "id" in row and "l" in row and row["id"].kind == "uri":
+                    key = self._short(row["id"])
+                    if self.dialect.short(row["id"].value) is not None:
+                        found.setdefault(row["l"].value, {}).setdefault(key, Hit(key, row["label"].value if "label" in row else None))
+        return self._flag(AnswerMap((t, Answer(found.get(t, {}).values())) for t in texts), results)
+
+    def check(self, entity: str) -> str:
+        """Validate an entity id for this KG's dialect (raises InvalidIdentifier)."""
+        try:
+            return self.dialect.check_entity(entity)
+        except InvalidIdentifier as exc:
+            raise InvalidIdentifier(f"{exc} (KG {self.name!r})") from None

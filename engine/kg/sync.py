@@ -1,0 +1,738 @@
+"""Blocking twins of the async API: `SyncKG` for scripts, and a faithful `SPARQLWrapper` drop-in.
+
+    with SyncKG.open("file:kg.nt") as kg:
+        kg.relations("m.0282x")
+
+The drop-in is for code written against SPARQLWrapper (ToG's and PoG's `freebase_func.py`): change
+only the import line and every query goes through kgfed's HTTP client (keep-alive, per-host cap,
+retries on 5xx/resets, HTTP 429 Retry-After) and a response cache:
+
+    from kgfed.engine.kg.sync import SPARQLWrapper, JSON, XML   # instead of `from SPARQLWrapper import ...`
+    sparql = SPARQLWrapper("http://localhost:8890/sparql")
+    sparql.setQuery(q); sparql.setReturnFormat(JSON)
+    results = sparql.query().convert()                        # the genuine library's dict, byte for byte
+
+How it stays faithful: the twin subclasses the genuine `SPARQLWrapper` and replaces only its
+`_query()`, the step that sends the request the genuine library built (`_createRequest()`: the same
+URL, parameters, `default-graph-uri`/`named-graph-uri`, method, Accept, custom headers, BASIC
+credentials). The genuine `QueryResult.convert()` then reads the server's bytes, so `convert()` is the
+genuine library's for the same server, whatever the format. `setTimeout` is a socket timeout on
+each wait, as urllib's. SPARQL Update and DIGEST authentication go through the genuine library's own
+urllib path (uncached: an update is never retried or replayed). Each calling thread drives its own
+loop and client (`http.client`, kept alive) with no hand-off per query; the per-host cap and 429
+pauses are shared by all threads.
+
+The cache keeps the server's raw SPARQL-JSON body verbatim (never a re-serialised result) for SELECT
+and ASK asked with `setReturnFormat(JSON)`; a body is stored only when it is a complete, well-formed
+document of the query's form (Virtuoso's `X-SQL-State: S1TAT` anytime answers and answers cut at
+`X-SPARQL-MaxRows` never are). Other formats are sent uncached. The key is the exact request
+(endpoint URL, query text, parameters and graphs, method, body, Accept and custom headers), so two
+different requests never share an entry. Writes happen on a background thread in batched
+transactions, off the caller's path (the caller only checks and queues the body). Switch the cache off with `SPARQLWrapper(url, cache=False)` or
+`KGFED_NO_CACHE=1`; move it with `cache_dir=` or `KGFED_CACHE_DIR` (entries live in
+`$KGFED_CACHE_DIR/sparqlwrapper`, default `~/.cache/kgfed/sparqlwrapper`).
+
+HTTP errors raise the genuine exception classes (`QueryBadFormed` 400, `Unauthorized` 401,
+`EndPointNotFound` 404, `URITooLong` 414, `EndPointInternalError` 5xx, `urllib.error.HTTPError` for
+other codes, `urllib.error.URLError` when the server cannot be reached, `TimeoutError` on
+`setTimeout`), each also a kgfed `EndpointError` with a one-line message carrying the endpoint's own
+words. The shared client and loop are closed at interpreter exit (no "Unclosed client session").
+A `file:PATH` endpoint (an N-Triples/Turtle file) is answered by an embedded pyoxigraph store.
+"""
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import functools
+import hashlib
+import http.client
+import io
+import json
+import marshal
+import os
+import queue
+import threading
+import time
+import urllib.error
+import urllib.request
+import warnings
+import weakref
+from collections import Counter
+from collections.abc import Coroutine, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlencode, urljoin, urlsplit
+
+import SPARQLWrapper as _sw
+from SPARQLWrapper import SmartWrapper as _smart
+from SPARQLWrapper import Wrapper as _wrapper
+from SPARQLWrapper import sparql_dataframe as _sparql_dataframe
+from SPARQLWrapper import (ASK, BASIC, CONSTRUCT, CSV, DELETE, DESCRIBE, DIGEST, GET, INSERT, JSON, JSONLD, N3, POST,
+                           POSTDIRECTLY, RDF, RDFXML, SELECT, TSV, TURTLE, URLENCODED, XML, QueryResult)
+from SPARQLWrapper.SPARQLExceptions import (EndPointInternalError, EndPointNotFound, QueryBadFormed,
+                                            SPARQLWrapperException, Unauthorized, URITooLong)
+from multidict import CIMultiDict
+
+from ...endpoints.client import HttpClient
+from ...endpoints.transport import Request, Response, TransportConnectError, TransportTimeout, TransportTruncated
+from ...sparql.errors import EndpointError, EndpointTimeout, KgfedError
+from .facade import KG
+
+__all__ = [
+    *_sw.__all__,
+    "SPARQLWrapperException", "EndPointInternalError", "EndPointNotFound", "QueryBadFormed", "Unauthorized",
+    "URITooLong", "SyncKG", "flush_cache", "stats",
+]
+
+T = TypeVar("T")
+CACHE_VERSION = "raw-v2"  # part of every key: a change of what is stored never reads old entries
+_SPARQL_JSON_TYPES = tuple(_wrapper._SPARQL_JSON)
+_TERM_TYPES = frozenset({"uri", "literal", "typed-literal", "bnode", "triple"})
+
+
+class _LoopThread:
+    """One private event loop on a daemon thread; `run` submits a coroutine and waits for it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="kgfed-sync", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+class SyncKG:
+    """The `KG` facade with blocking methods (same names, same results)."""
+
+    def __init__(self, kg: KG, runner: _LoopThread):
+        self._kg, self._runner = kg, runner
+
+    @classmethod
+    def open(cls, spec: str, **options) -> "SyncKG":
+        runner = _LoopThread()
+
+        async def make() -> KG:
+            return KG.open(spec, **options)
+
+        return cls(runner.run(make()), runner)
+
+    def __enter__(self) -> "SyncKG":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._runner.run(self._kg.aclose())
+        self._runner.close()
+
+    @property
+    def kg(self) -> KG:
+        return self._kg
+
+    def __getattr__(self, name: str):
+        method = getattr(self._kg, name)
+        if not asyncio.iscoroutinefunction(method):
+            return method
+        return lambda *args, **kwargs: self._runner.run(method(*args, **kwargs))
+
+
+# ---- the drop-in's errors: the genuine classes, and kgfed's EndpointError too ------------------------------
+def _twin_error(genuine: type[Exception], kgfed: type[KgfedError] = EndpointError) -> type[Exception]:
+    """A subclass of the genuine exception that is also a kgfed error, with a one-line message."""
+
+    def __init__(self, message: str, *, status: int | None = None, response: bytes = b"") -> None:
+        Exception.__init__(self, message)
+        self.status, self.retryable, self.response, self.reason = status, False, response, message
+
+    return type(genuine.__name__, (genuine, kgfed), {
+        "__init__": __init__, "__str__": lambda self: self.args[0], "__module__": __name__,
+        "__doc__": f"The genuine `{genuine.__name__}`, raised by the drop-in (also a kgfed `{kgfed.__name__}`).",
+    })
+
+
+_STATUS_ERRORS = {400: _twin_error(QueryBadFormed), 401: _twin_error(Unauthorized),
+                  404: _twin_error(EndPointNotFound), 414: _twin_error(URITooLong)}
+_INTERNAL = _twin_error(EndPointInternalError)
+_UNREACHABLE = _twin_error(urllib.error.URLError)
+_TIMEOUT = _twin_error(TimeoutError)
+_NOT_SELECT = _twin_error(_sparql_dataframe.QueryException, KgfedError)
+_FIXES = {400: "fix the query", 401: "check setCredentials", 404: "check the endpoint URL",
+          414: "setMethod(POST) for long queries"}
+
+
+class _HTTPError(urllib.error.HTTPError, EndpointError):
+    """`urllib.error.HTTPError` (what the genuine library raises for other statuses), also a kgfed error."""
+
+    def __init__(self, url: str, status: int, message: str, headers, body: bytes):
+        urllib.error.HTTPError.__init__(self, url, status, message, headers, io.BytesIO(body))
+        self.retryable, self.response = status == 429, body  # `status` is HTTPError's own (= code)
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+_HTTPError.__name__ = _HTTPError.__qualname__ = "HTTPError"
+
+
+def _first_line(body: bytes, width: int = 200) -> str:
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line.strip():
+            return line.strip()[:width]
+    return "(empty body)"
+
+
+def _raise_for_status(url: str, status: int, headers, body: bytes) -> None:
+    """Raise what the genuine library raises for this status (never returns for status >= 400)."""
+    if status < 400:
+        return
+    host = urlsplit(url).netloc or url
+    words = _first_line(body)
+    if status in _STATUS_ERRORS:
+        raise _STATUS_ERRORS[status](f"{host} answered HTTP {status}: {words}: {_FIXES[status]}", status=status, response=body)
+    if status >= 500:
+        raise _INTERNAL(f"{host} answered HTTP {status}: {words}", status=status, response=body)
+    raise _HTTPError(url, status, f"{host} answered HTTP {status}: {words}", headers, body)
+
+
+# ---- a response the genuine QueryResult can read -------------------------------------------------------------
+class _Response(io.BytesIO):
+    """The fully read answer, shaped like urllib's response: read(), info(), geturl(), getcode()."""
+
+    def __init__(self, url: str, status: int, headers: list[tuple[str, str]], body: bytes):
+        super().__init__(body)
+        self.url, self.status, self.code, self._headers = url, status, status, headers
+
+    def info(self) -> dict[str, str]:
+        return dict(self._headers)
+
+    def getheader(self, name: str, default: str | None = None) -> str | None:
+        return next((v for k, v in self._headers if k.lower() == name.lower()), default)
+
+    def geturl(self) -> str:
+        return self.url
+
+    def getcode(self) -> int:
+        return self.status
+
+
+# ---- the raw-answer cache: reads on the caller's thread, writes batched on a writer thread --------------
+def complete_document(body: bytes, query_type: str) -> bool:
+    """True when `body` is a well-formed SPARQL-JSON document of the query's form (SELECT or ASK)."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    if not isinstance(doc, dict) or not isinstance(doc.get("head"), dict):
+        return False
+    if query_type == ASK:
+        return isinstance(doc.get("boolean"), bool) and "results" not in doc
+    variables, results = doc["head"].get("vars"), doc.get("results")
+    if "boolean" in doc or not isinstance(variables, list) or not all(isinstance(v, str) for v in variables):
+        return False
+    if not isinstance(results, dict) or not isinstance(results.get("bindings"), list):
+        return False
+    names = set(variables)
+    return all(
+        isinstance(row, dict) and all(
+            name in names and isinstance(term, dict) and term.get("type") in _TERM_TYPES and "value" in term
+            for name, term in row.items())
+        for row in results["bindings"])
+
+
+Entry = tuple[int, list[tuple[str, str]], bytes]  # status, headers, body: what the server sent
+
+
+class _RawCache:
+    """diskcache of raw answers: checked and encoded by the caller, stored by a writer thread in batches.
+
+    `put` validates the body on the caller's thread (a SPARQL-JSON parse, as `convert()` does) and
+    queues it as compact bytes (`marshal`, stored by SQLite as they are); the writer waits up to
+    `linger` seconds (or `batch_size` answers) after the first queued answer, so a run pays one
+    transaction per batch, and it holds the GIL only between SQLite calls. A queued answer is served
+    to a repeat at once.
+    """
+
+    linger, batch_size = 0.05, 512
+
+    def __init__(self, directory: Path):
+        import diskcache
+
+        self.directory = directory
+        self._cache = diskcache.Cache(str(directory))
+        self._queue: queue.Queue = queue.Queue()
+        self._pending: dict[str, bytes] = {}
+        self._writer = threading.Thread(target=self._write_loop, name="kgfed-sync-cache", daemon=True)
+        self._writer.start()
+
+    def get(self, key: str) -> Entry | None:
+        blob = self._pending.get(key)
+        if blob is None:
+            blob = self._cache.get(key)
+        if not isinstance(blob, bytes):
+            return None
+        try:
+            status, headers, body = marshal.loads(blob)
+        except (ValueError, EOFError, TypeError):  # another layout or a damaged value: a miss
+            return None
+        return status, headers, body
+
+    def put(self, key: str, entry: Entry, query_type: str) -> bool:
+        """Queue `entry` if its body is a complete document of the query's form; False when refused."""
+        if not complete_document(entry[2], query_type):
+            return False
+        blob = marshal.dumps(entry)
+        self._pending[key] = blob
+        self._queue.put((key, blob))
+        return True
+
+    def _write_loop(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            if batch[0] is not None:
+                time.sleep(self.linger)  # sleeping, not waiting on the queue: later puts wake nobody
+            while batch[-1] is not None and len(batch) < self.batch_size:  # gather: one transaction per batch
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            items = [item for item in batch if item is not None]
+            try:
+                if items:
+                    with self._cache.transact():
+                        for key, blob in items:
+                            self._cache.set(key, blob)
+            except Exception as exc:  # noqa: BLE001 - a full disk must not stop the answers
+                warnings.warn(f"kgfed: the drop-in's cache in {self.directory} could not store {len(items)} answers "
+                              f"({exc}); answers are still returned, free space or set KGFED_NO_CACHE=1", RuntimeWarning)
+            finally:
+                for key, blob in items:
+                    if self._pending.get(key) is blob:
+                        del self._pending[key]
+                for _ in batch:
+                    self._queue.task_done()
+            if None in batch:
+                return
+
+    def flush(self) -> None:
+        """Wait until every queued answer is written (at most one `linger` later)."""
+        self._queue.join()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._writer.join(30)
+        self._cache.close()
+
+
+def cache_key(method: str, url: str, body: bytes | None, headers: dict[str, str]) -> str:
+    """The exact request: method, URL (query, graphs, parameters), body, and every header but User-Agent."""
+    parts = [CACHE_VERSION, method, url, (body or b"").hex()]
+    parts += [f"{k.lower()}:{v}" for k, v in sorted(headers.items(), key=lambda kv: kv[0].lower())
+              if k.lower() != "user-agent"]
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _complete_headers(headers: list[tuple[str, str]]) -> bool:
+    """False for Virtuoso's partial answers (anytime timeout, result cut at ResultSetMaxRows)."""
+    names = {k.lower(): v for k, v in headers}
+    return names.get("x-sql-state", "").upper() != "S1TAT" and "x-sparql-maxrows" not in names
+
+
+# ---- a keep-alive http.client transport for a loop that one blocking caller drives ---------------------
+class _BlockingTransport:
+    """kgfed's transport seam implemented with the standard library's `http.client`, connections kept alive.
+
+    Blocking inside the coroutine is right here and only here: the loop belongs to one thread that is
+    waiting for this very answer (as it would wait in urllib), so nothing else is held up, and the
+    per-request work is urllib's, not aiohttp's, minus a new TCP connection per query. `HttpClient`
+    above it still does the caps, 429 pauses, retries and error classes. Redirects are followed as
+    urllib follows them; a kept-alive connection the server closed meanwhile is reopened once.
+    """
+
+    max_redirects = 10
+
+    def __init__(self) -> None:
+        self._connections: dict[tuple[str, str], http.client.HTTPConnection] = {}
+
+    async def send(self, request: Request) -> Response:
+        method, url, body = request.method, request.full_url(), request.data
+        if isinstance(body, Mapping):
+            body = urlencode(body).encode()
+        headers = dict(request.headers)
+        for _ in range(self.max_redirects + 1):
+            status, answer_headers, data = self._exchange(method, url, body, headers, request.timeout)
+            if status not in (301, 302, 303, 307, 308) or "Location" not in answer_headers:
+                return Response(status, answer_headers, data, url)
+            url = urljoin(url, answer_headers["Location"])
+            if status == 303 or (status in (301, 302) and method == "POST"):  # as urllib: the body is dropped
+                method, body = "GET", None
+                headers = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "content-length")}
+        raise TransportConnectError(f"more than {self.max_redirects} redirects from {request.url}")
+
+    def _exchange(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
+                  timeout: float) -> tuple[int, CIMultiDict, bytes]:
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.netloc)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        for attempt in (0, 1):
+            connection = self._connections.get(key)
+            reused = connection is not None
+            if connection is None:
+                kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+                connection = self._connections[key] = kind(parts.netloc, timeout=timeout)
+            connection.timeout = timeout
+            if connection.sock is not None:
+                connection.sock.settimeout(timeout)
+            try:
+                connection.request(method, target, body=body, headers=headers)
+                response = connection.getresponse()
+                data = response.read()
+            except TimeoutError:
+                self._drop(key)
+                raise TransportTimeout(f"no answer within {timeout:g} s") from None
+            except http.client.IncompleteRead as exc:
+                self._drop(key)
+                raise TransportTruncated(f"{len(exc.partial)} bytes of the body arrived") from None
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+                self._drop(key)
+                if reused and attempt == 0:  # closed by the server while idle: open a new one
+                    continue
+                raise TransportConnectError(f"{exc.__class__.__name__}: {exc}") from None
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop(key)
+                raise TransportConnectError(f"{exc.__class__.__name__}: {exc}") from None
+            if response.will_close:
+                self._drop(key)
+            return response.status, CIMultiDict(response.getheaders()), data
+        raise AssertionError("unreachable")
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        connection = self._connections.pop(key, None)
+        if connection is not None:
+            connection.close()
+
+    async def aclose(self) -> None:
+        for key in list(self._connections):
+            self._drop(key)
+
+
+# ---- one runtime per process: HTTP clients, caches; closed at exit ------------------------------------------
+NO_LIMIT = 24 * 3600.0  # no client-side time limit unless setTimeout asks for one (as the genuine library)
+
+
+class _PoliteClient(HttpClient):
+    """kgfed's HttpClient whose 429 pauses hold the host for every drop-in client of the process."""
+
+    peers: "weakref.WeakSet[_PoliteClient]" = weakref.WeakSet()
+
+    def __init__(self, transport: Any = None) -> None:
+        super().__init__(timeout=NO_LIMIT, transport=transport)
+        _PoliteClient.peers.add(self)
+
+    def pause(self, host: str, seconds: float) -> None:
+        for peer in list(_PoliteClient.peers):
+            HttpClient.pause(peer, host, seconds)
+
+
+class _ThreadClient:
+    """A private loop and client that the calling thread drives itself: no hand-off to another thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.client = _PoliteClient(_BlockingTransport())
+        self.thread = threading.current_thread()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        task = self.loop.create_task(coro)
+        try:
+            return self.loop.run_until_complete(task)
+        except BaseException:
+            if not task.done():  # e.g. Ctrl-C: nothing keeps running behind the caller's back
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    self.loop.run_until_complete(task)
+            raise
+
+    def close(self) -> None:
+        if self.loop.is_running() or self.loop.is_closed():
+            return
+        try:
+            self.loop.run_until_complete(self.client.aclose())
+        finally:
+            self.loop.close()
+
+
+class _Runtime:
+    """The drop-in's process-wide state.
+
+    Each calling thread drives its own loop and client (a blocking call, like urllib's, with no
+    thread hand-off per query); a per-host semaphore shared by all threads keeps kgfed's per-host cap
+    process-wide, and a 429 pause holds the host for every thread. Called from inside a running event
+    loop, a query goes to one background loop thread instead. Caches are shared by directory.
+    """
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+        self.clients: list[_ThreadClient] = []
+        self.background: tuple[_LoopThread, _PoliteClient] | None = None
+        self.slots: dict[str, threading.BoundedSemaphore] = {}
+        self.caches: dict[Path, _RawCache] = {}
+        self.lock = threading.Lock()
+
+    def cache(self, directory: Path) -> _RawCache:
+        with self.lock:
+            if directory not in self.caches:
+                self.caches[directory] = _RawCache(directory)
+            return self.caches[directory]
+
+    def _own(self) -> _ThreadClient:
+        own = getattr(self.local, "client", None)
+        if own is None or not all(c.thread.is_alive() for c in self.clients):  # a few µs
+            with self.lock:
+                dead = [c for c in self.clients if not c.thread.is_alive()]
+                self.clients = [c for c in self.clients if c.thread.is_alive()]
+            for client in dead:  # threads that ended (a finished pool): release their connections
+                client.close()
+        if own is None:
+            own = self.local.client = _ThreadClient()
+            with self.lock:
+                self.clients.append(own)
+        return own
+
+    def _background(self) -> tuple[_LoopThread, _PoliteClient]:
+        with self.lock:
+            if self.background is None:
+                self.background = (_LoopThread(), _PoliteClient())
+            return self.background
+
+    def _slot(self, host: str, client: HttpClient) -> threading.BoundedSemaphore:
+        with self.lock:
+            if host not in self.slots:
+                self.slots[host] = threading.BoundedSemaphore(client.limit_for(host))
+            return self.slots[host]
+
+    def send(self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float | None):
+        """One request through kgfed's client; `timeout` (setTimeout) bounds each wait, as urllib's does."""
+        in_loop = _running_loop() is not None
+        runner, client = self._background() if in_loop else (self._own(), None)
+        client = client or runner.client
+        with self._slot(urlsplit(url).netloc, client):
+            return runner.run(client.request(method, url, data=body, headers=headers, timeout=timeout or None))
+
+    def stats(self) -> Counter:
+        with self.lock:
+            clients = [c.client for c in self.clients] + ([self.background[1]] if self.background else [])
+        return sum((Counter(c.stats) for c in clients), Counter())
+
+    def close(self) -> None:
+        try:
+            for client in self.clients:
+                client.close()
+            if self.background is not None:
+                runner, client = self.background
+                try:
+                    runner.run(client.aclose())
+                finally:
+                    runner.close()
+        finally:
+            for cache in self.caches.values():
+                cache.close()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+_RUNTIME: _Runtime | None = None
+_RUNTIME_LOCK = threading.Lock()
+
+
+def _runtime() -> _Runtime:
+    global _RUNTIME
+    with _RUNTIME_LOCK:
+        if _RUNTIME is None:
+            _RUNTIME = _Runtime()
+        return _RUNTIME
+
+
+@atexit.register
+def _close_runtime() -> None:
+    """Close the shared session and loop, and finish pending cache writes, at interpreter exit."""
+    global _RUNTIME
+    with _RUNTIME_LOCK:
+        runtime, _RUNTIME = _RUNTIME, None
+    if runtime is not None:
+        runtime.close()
+
+
+def _forget_runtime() -> None:  # a forked child has no loop thread: it starts its own on first use
+    global _RUNTIME, _RUNTIME_LOCK
+    _RUNTIME, _RUNTIME_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_runtime)
+
+
+def stats() -> Counter:
+    """Requests, retries, timeouts… sent by the drop-in in this process (kgfed's HttpClient counters)."""
+    return _runtime().stats()
+
+
+def flush_cache() -> None:
+    """Wait until every answer queued for the drop-in's caches is on disk (tests, benchmarks)."""
+    if _RUNTIME is not None:
+        for cache in list(_RUNTIME.caches.values()):
+            cache.flush()
+
+
+def _cache_enabled(cache: bool | None) -> bool:
+    if cache is not None:
+        return cache
+    return os.environ.get("KGFED_NO_CACHE", "").strip().lower() not in {"1", "true", "yes", "on"}
+
+
+def _cache_directory(cache_dir: str | os.PathLike | None) -> Path:
+    """`cache_dir`, else `$KGFED_CACHE_DIR/sparqlwrapper`, else `~/.cache/kgfed/sparqlwrapper` (absolute)."""
+    if cache_dir is not None:
+        return _absolute(os.fspath(cache_dir))
+    from ...cache.root import local_root  # the one reader of $KGFED_CACHE_DIR
+
+    return _absolute(os.path.join(local_root(), "sparqlwrapper"))
+
+
+@functools.lru_cache(maxsize=64)
+def _absolute(path: str) -> Path:  # ToG makes a wrapper per query: resolve each directory once
+    return Path(path).expanduser().resolve()
+
+
+# ---- file: endpoints, answered by an embedded pyoxigraph store ------------------------------------------
+_FILE_FORMATS = {  # return format -> (pyoxigraph results format name, content type)
+    JSON: ("JSON", "application/sparql-results+json"), XML: ("XML", "application/sparql-results+xml"),
+    CSV: ("CSV", "text/csv"), TSV: ("TSV", "text/tab-separated-values"),
+}
+_FILE_GRAPH_FORMATS = {TURTLE: ("TURTLE", "text/turtle"), N3: ("TURTLE", "text/turtle"),
+                       XML: ("RDF_XML", "application/rdf+xml"), RDFXML: ("RDF_XML", "application/rdf+xml"),
+                       RDF: ("RDF_XML", "application/rdf+xml")}
+
+
+def _file_answer(path: str, query: str, query_type: str, return_format: str) -> tuple[str, bytes]:
+    """(content type, body) for a query on an N-Triples/Turtle file, as a server would send it."""
+    import pyoxigraph as ox
+
+    from ...endpoints.embedded import load_store
+
+    store = load_store([path])
+    try:
+        result = store.query(query)
+    except SyntaxError as exc:
+        raise _STATUS_ERRORS[400](f"file:{path} rejected the query: {_first_line(str(exc).encode())}: fix the query",
+                                  status=400) from None
+    if query_type in (CONSTRUCT, DESCRIBE):
+        name, content_type = _FILE_GRAPH_FORMATS.get(return_format, ("N_TRIPLES", "application/n-triples"))
+        return content_type, result.serialize(format=getattr(ox.RdfFormat, name))
+    name, content_type = _FILE_FORMATS.get(return_format, _FILE_FORMATS[XML])
+    return content_type, result.serialize(format=getattr(ox.QueryResultsFormat, name))
+
+
+# ---- the drop-in --------------------------------------------------------------------------------------------
+class SPARQLWrapper(_wrapper.SPARQLWrapper):
+    """The genuine `SPARQLWrapper` whose requests go through kgfed's HTTP client and response cache.
+
+    Same constructor and methods; `cache=False` (or `KGFED_NO_CACHE=1`) sends every query,
+    `cache_dir` picks where answers are kept.
+    """
+
+    def __init__(self, endpoint: str, updateEndpoint: str | None = None, returnFormat: str = XML,
+                 defaultGraph: str | None = None, agent: str = _sw.__agent__, *,
+                 cache: bool | None = None, cache_dir: str | os.PathLike | None = None, dialect: str | None = None):
+        super().__init__(endpoint, updateEndpoint, returnFormat, defaultGraph, agent)
+        self._kgfed_setup(cache, cache_dir)
+
+    def _kgfed_setup(self, cache: bool | None, cache_dir: str | os.PathLike | None) -> None:
+        self.kgfed_cache_dir = _cache_directory(cache_dir) if _cache_enabled(cache) else None
+
+    def _query(self) -> tuple[Any, str]:  # type: ignore[override]
+        """Send the request the genuine library built, through kgfed; (response, format) as the genuine one."""
+        if self.isSparqlUpdateRequest() or (self.user and self.passwd and self.http_auth == DIGEST):
+            return super()._query()  # the genuine urllib path, uncached
+        if self.endpoint.startswith("file:"):
+            content_type, body = _file_answer(self.endpoint[5:], self.queryString, self.queryType, self.returnFormat)
+            return _Response(self.endpoint, 200, [("Content-Type", content_type)], body), self.returnFormat
+        request = self._createRequest()
+        method, url, body = request.get_method(), request.full_url, request.data
+        headers = {name.title(): value for name, value in request.header_items()}  # urllib's "User-agent"
+        if self.agent == _sw.__agent__:
+            headers.pop("User-Agent", None)  # the genuine default agent: send kgfed's descriptive one
+        runtime = _runtime()
+        cache = key = None
+        if self.kgfed_cache_dir is not None and self.returnFormat == JSON and self.queryType in (SELECT, ASK):
+            cache = runtime.cache(self.kgfed_cache_dir)
+            key = cache_key(method, url, body, headers)
+            hit = cache.get(key)
+            if hit is not None:
+                status, stored_headers, stored_body = hit
+                return _Response(url, status, stored_headers, stored_body), self.returnFormat
+        response = self._send(runtime, method, url, body, headers)
+        answer_headers = [(str(k), str(v)) for k, v in response.headers.items()]
+        _raise_for_status(url, response.status, response.headers, response.body)
+        content_type = response.headers.get("Content-Type", "")
+        if (cache is not None and response.status == 200 and any(t in content_type for t in _SPARQL_JSON_TYPES)
+                and _complete_headers(answer_headers)):
+            cache.put(key, (response.status, answer_headers, response.body), self.queryType)
+        return _Response(response.url, response.status, answer_headers, response.body), self.returnFormat
+
+    def _send(self, runtime: _Runtime, method: str, url: str, body: bytes | None, headers: dict[str, str]):
+        host = urlsplit(url).netloc or url
+        try:
+            return runtime.send(method, url, body, headers, self.timeout)
+        except EndpointError as exc:  # after kgfed's retries: the class the genuine library raises for it
+            status = exc.status
+            if status is None:
+                if isinstance(exc, EndpointTimeout):
+                    raise _TIMEOUT(f"{host} did not answer within setTimeout({self.timeout}) s: "
+                                   "simplify the query or raise the timeout") from None
+                raise _UNREACHABLE(f"{exc}: check that the endpoint is running and the URL is right") from None
+            if status >= 500:
+                raise _INTERNAL(str(exc), status=status) from None
+            if status in _STATUS_ERRORS:
+                raise _STATUS_ERRORS[status](str(exc), status=status) from None
+            if status >= 400:
+                raise _HTTPError(url, status, str(exc), {}, b"") from None
+            raise  # a 2xx kgfed refuses (e.g. a robot-policy page): its own one-line error
+
+
+class SPARQLWrapper2(SPARQLWrapper, _smart.SPARQLWrapper2):
+    """The genuine `SPARQLWrapper2` (JSON SELECT as `Bindings`) over the drop-in's client and cache."""
+
+    def __init__(self, baseURI: str, defaultGraph: str | None = None, *,
+                 cache: bool | None = None, cache_dir: str | os.PathLike | None = None):
+        _smart.SPARQLWrapper2.__init__(self, baseURI, defaultGraph)
+        self._kgfed_setup(cache, cache_dir)
+
+
+def get_sparql_dataframe(endpoint: str, query: str | bytes):
+    """The genuine `get_sparql_dataframe` (a pandas DataFrame of typed values), answered through the drop-in."""
+    sparql = SPARQLWrapper2(endpoint)
+    sparql.setQuery(query)
+    if sparql.queryType != SELECT:
+        raise _NOT_SELECT("get_sparql_dataframe supports SELECT queries only: rewrite the query as a SELECT")
+    try:
+        import pandas as pd
+    except ImportError:
+        raise KgfedError("get_sparql_dataframe needs pandas: pip install pandas") from None
+    import rdflib.term
+
+    rows = [{k: rdflib.term.Literal(v.value, datatype=v.datatype).toPython() for k, v in binding.items()}
+            for binding in sparql.query().bindings]
+    return pd.DataFrame(rows)

