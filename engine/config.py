@@ -107,6 +107,51 @@ class KGSpec:
         return self.dialect or (self.name if self.name in DIALECT_NAMES else None)
 
 
+@dataclass(frozen=True)
+class AlignOptions:
+    """How entities are matched across KGs: the methods in order, and SBERT's threshold and margin.
+
+    `methods="auto"` is every method, SBERT only when the embeddings extra is installed."""
+
+    methods: str | tuple[str, ...] = "auto"
+    threshold: float = 0.9
+    margin: float = 0.05
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> "AlignOptions":
+        """From option names as the CLI spells them (`methods` as `p646,label,sbert` or `auto`, `threshold`, `margin`)."""
+        methods = options.get("methods", "auto")
+        if isinstance(methods, str) and methods != "auto":
+            methods = tuple(m.strip() for m in methods.split(",") if m.strip())
+        return cls(methods=methods, threshold=options.get("threshold", 0.9), margin=options.get("margin", 0.05))
+
+    def method_names(self) -> list[str]:
+        from .federation.align import METHODS
+
+        if self.methods == "auto":
+            import importlib.util
+
+            return [m for m in METHODS if m != "sbert" or importlib.util.find_spec("sentence_transformers")]
+        return list(self.methods)
+
+    def aligner(self, kgs: Mapping[str, Any], *, cache: bool = True):
+        """An `Aligner` over `kgs` with these options."""
+        from .federation.align import Aligner
+
+        return Aligner(kgs, methods=self.method_names(), threshold=self.threshold, margin=self.margin, cache=cache)
+
+
+# Endpoint specs served over the network: beside them, text comes from live Wikipedia.
+LIVE_PREFIXES = ("wikidata", "qlever-", "http://", "https://")
+
+
+def default_text_source(endpoints: str | None | list[KGSpec]) -> str:
+    """`wikipedia` beside a live KG endpoint (any of `endpoints`), else `demo` (the bundled extracts)."""
+    if isinstance(endpoints, list):
+        return "wikipedia" if any(default_text_source(spec.endpoint) == "wikipedia" for spec in endpoints) else "demo"
+    return "wikipedia" if endpoints and endpoints.startswith(LIVE_PREFIXES) else "demo"
+
+
 DEFAULT_KGS = ("freebase", "wikidata")
 
 

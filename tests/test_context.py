@@ -11,7 +11,7 @@ from kgfed.cache.recording import recording
 from kgfed.endpoints.client import HttpClient
 from kgfed.endpoints.wikipedia import JsonlSource, Page, WikipediaSource
 from kgfed.engine.cli import main
-from kgfed.engine.cli.context import default_text_source
+from kgfed.engine.config import default_text_source
 from kgfed.engine.text.context import (
     DEMO_EXTRACTS, RHO, RHO_WIKI, Passage, entity_pages, entity_scores, open_text_source, passage_edges, rank_pages,
     resolve_pages, retrieve_context,

@@ -22,7 +22,6 @@ from typing import Any
 
 from ...sparql.errors import KgfedError
 
-from ..data import DATA as DEMO_DIR  # noqa: E402
 # Modules that add sub-commands: each has `register(subparsers, common)`; imported lazily per run.
 COMMAND_MODULES: list[str] = [".context", ".federation", ".evaluate", ".freebase", ".ask", ".run", ".mcp", ".extract", ".endpoints"]
 Handler = Callable[[argparse.Namespace], Awaitable[int]]

@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from ...sparql.errors import InvalidIdentifier, KgfedError
+from ...sparql.errors import KgfedError
+from ..federation.topics import topics_from_ids
+from .method_options import add_method_options
 
-METHOD_NAMES = "tog|tog2|pog|hydra|inses|proh"
 
 
 def register(command, add_source_options, add_cache_options) -> None:
@@ -34,60 +34,6 @@ def register(command, add_source_options, add_cache_options) -> None:
     add_method_options(p)
     add_kg_options(p)
     add_cache_options(p)
-
-
-def add_method_options(parser: argparse.ArgumentParser) -> None:
-    """--method, --llm, --param KEY=VALUE (repeatable), --width, --depth, --text."""
-    parser.add_argument("--method", "-m", default="tog", help=f"{METHOD_NAMES}, or package.module:Class (default tog)")
-    parser.add_argument("--llm", default="none",
-                        help="anthropic[:MODEL] | openai:URL[#MODEL] | replay:DIR | record:DIR:SPEC | none (default: none, LLM-free)")
-    parser.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
-                        help="method parameter, repeatable (values parsed as JSON when they can be: width=3, pruning=bm25)")
-    parser.add_argument("--width", type=int, help="beam width (method parameter width)")
-    parser.add_argument("--depth", type=int, help="maximum depth (method parameter depth)")
-    parser.add_argument("--text", metavar="SOURCE", help="text source for methods that read passages: file:PATH.jsonl | wikipedia | demo")
-
-
-def method_params(args: argparse.Namespace) -> dict[str, Any]:
-    """--param KEY=VALUE pairs (JSON values when they parse) plus --width/--depth."""
-    params: dict[str, Any] = {}
-    for item in getattr(args, "param", None) or []:
-        key, sep, value = item.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not key.isidentifier():
-            raise KgfedError(f"--param {item!r} is not KEY=VALUE: write e.g. --param width=3")
-        try:
-            params[key] = json.loads(value)
-        except ValueError:
-            params[key] = value
-    for name in ("width", "depth"):
-        value = getattr(args, name, None)
-        if value is not None:
-            if value < 1:
-                raise KgfedError(f"--{name} must be at least 1")
-            params[name] = value
-    return params
-
-
-async def topics_from_ids(ids: Sequence[str], kgs: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    """Each id in every KG whose dialect it fits, named by the KG's label (the id when unnamed)."""
-    wanted: dict[str, list[str]] = {name: [] for name in kgs}
-    for ident in ids:
-        fits = []
-        for name, kg in kgs.items():
-            try:
-                kg.check(ident)
-            except InvalidIdentifier:
-                continue
-            fits.append(name)
-            wanted[name].append(ident)
-        if not fits:
-            raise KgfedError(f"topic {ident!r} fits none of the KGs {', '.join(kgs)}: use m.0abc for Freebase, Q42 for Wikidata")
-    topics: dict[str, dict[str, str]] = {}
-    for name, kg_ids in wanted.items():
-        labels = await kgs[name].labels(kg_ids) if kg_ids else {}
-        topics[name] = {i: (labels[i].label if i in labels and labels[i].label else i) for i in kg_ids}
-    return topics
 
 
 def paths_graph(result, kg_dialects: Mapping[str, str]):
@@ -142,7 +88,7 @@ def _print_result(result) -> None:
 
 async def cmd_ask(args: argparse.Namespace) -> int:
     from .federation import kg_names
-    from .run import run_spec
+    from .method_options import run_spec
     from ..harness.runner import Runtime
 
     if not args.question.strip():

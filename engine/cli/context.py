@@ -5,8 +5,7 @@ import argparse
 import sys
 
 from ...sparql.errors import KgfedError
-
-LIVE_PREFIXES = ("wikidata", "qlever-", "http://", "https://")
+from ..config import default_text_source
 
 
 def register(command, add_source_options, add_cache_options) -> None:
@@ -25,11 +24,6 @@ def register(command, add_source_options, add_cache_options) -> None:
     p.add_argument("--overlap", type=int, default=1, help="sentences shared by consecutive chunks (default 1)")
     p.add_argument("--maxlag", type=int, default=5, help="MediaWiki maxlag in seconds (default 5; 0 to omit)")
     add_source_options(p)
-
-
-def default_text_source(endpoint: str | None) -> str:
-    """Live Wikipedia beside a live KG endpoint; the offline demo extracts beside the demo KG or a file."""
-    return "wikipedia" if endpoint and endpoint.startswith(LIVE_PREFIXES) else "demo"
 
 
 async def cmd_context(args: argparse.Namespace) -> int:

@@ -4,9 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
-from ..data import DEMO_FREEBASE, DEMO_WIKIDATA, default_endpoint
+from ..data import default_endpoint
 
 
 async def run_demo(args: argparse.Namespace) -> int:

@@ -85,16 +85,10 @@ def open_kgs(args: argparse.Namespace, client=None) -> KGs:
 
 
 def make_aligner(args: argparse.Namespace, kgs: dict[str, Any]):
-    """An `Aligner` from --methods/--threshold/--margin (`auto` uses SBERT only when it is installed)."""
-    import importlib.util
+    """An `Aligner` from --methods/--threshold/--margin (`AlignOptions`; `auto` uses SBERT only when installed)."""
+    from ..config import AlignOptions
 
-    from ..federation.align import METHODS, Aligner
-
-    if args.methods == "auto":
-        methods = [m for m in METHODS if m != "sbert" or importlib.util.find_spec("sentence_transformers")]
-    else:
-        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    return Aligner(kgs, methods=methods, threshold=args.threshold, margin=args.margin, cache=not args.no_cache)
+    return AlignOptions.from_options(vars(args)).aligner(kgs, cache=not args.no_cache)
 
 
 # -- commands --------------------------------------------------------------------------------------

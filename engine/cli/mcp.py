@@ -15,7 +15,7 @@ from ...sparql.errors import KgfedError
 
 
 def register(command, add_source_options, add_cache_options) -> None:
-    from .ask import METHOD_NAMES
+    from .method_options import METHOD_NAMES
     from .federation import add_alignment_options, add_kg_options
 
     p = command("mcp", cmd_mcp, "serve the KGs as MCP tools for LLM agents (stdio, or streamable HTTP on 127.0.0.1)")
@@ -37,13 +37,17 @@ def register(command, add_source_options, add_cache_options) -> None:
 async def cmd_mcp(args: argparse.Namespace) -> int:
     import importlib.util
 
-    from .federation import kg_names
+    from .federation import kg_specs
 
     if not 0 < args.port < 65536:
         raise KgfedError(f"--port {args.port} is not a TCP port: give 1-65535")
     if importlib.util.find_spec("mcp") is None:
         raise KgfedError("the MCP SDK is not installed: pip install 'kgfed[mcp]'")
-    kg_names(args)  # validate --kg/--endpoint before anything starts
-    from ..mcp.server import serve
+    specs = kg_specs(args)  # validate --kg/--endpoint before anything starts
+    from ..config import AlignOptions
+    from ..mcp.server import ServerOptions, serve
+    from .app import cache_options, http_options
 
-    return await serve(args)
+    return await serve(ServerOptions(kgs=tuple(specs), http=http_options(args), cache=cache_options(args),
+                                     align=AlignOptions.from_options(vars(args)),
+                                     llm=args.llm, text_source=args.text_source, transport=args.transport, port=args.port))

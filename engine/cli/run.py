@@ -16,7 +16,7 @@ from ...sparql.errors import KgfedError
 
 
 def register(command, add_source_options, add_cache_options) -> None:
-    from .ask import add_method_options
+    from .method_options import add_method_options
     from .federation import add_kg_options
     from ..harness.evaluate import FORMATS
 
@@ -61,17 +61,9 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     return await cmd_evaluate(args)
 
 
-def run_spec(args: argparse.Namespace):
-    """The RunSpec of `kgfed ask`/`run` options (method, params, KGs, cache, LLM, text)."""
-    from .ask import method_params
-    from ..harness.runner import KG_OPTION_DEFAULTS, RunSpec
-
-    options = {key: getattr(args, key, default) for key, default in KG_OPTION_DEFAULTS.items()}
-    return RunSpec(args.method, method_params(args), options, args.llm, args.text)
-
-
 async def cmd_run(args: argparse.Namespace) -> int:
     from .federation import kg_names
+    from .method_options import run_spec
     from ..harness.datasets import load_dataset
     from ..harness.runner import run, select_questions
 

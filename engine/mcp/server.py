@@ -29,6 +29,7 @@ import math
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -41,6 +42,8 @@ from pydantic_core import to_jsonable_python
 from ...cache.costs import track
 from ...sparql.dialects import COMPOUND_SEP
 from ...sparql.errors import InvalidIdentifier, KgfedError
+from ..config import AlignOptions, CacheOptions, HttpOptions, KGSpec
+from ..federation.topics import topics_from_ids
 
 log = logging.getLogger("kgfed.mcp")
 
@@ -281,8 +284,8 @@ def _short(text: str | None, width: int = 60) -> str:
 class Engine:
     """The KGs, aligner, text source, LLM and methods one `kgfed mcp` run shares across sessions."""
 
-    def __init__(self, args: Any, kgs: Mapping[str, Any]):
-        self.args = args
+    def __init__(self, options: "ServerOptions", kgs: Mapping[str, Any]):
+        self.options = options
         self.kgs = kgs  # as `open_kgs` returns them: with the run's one HttpClient (`kgs.client`), closed with them
         self._aligner = None
         self._text = None
@@ -292,10 +295,10 @@ class Engine:
         self._lock = asyncio.Lock()
 
     @classmethod
-    def open(cls, args: Any) -> "Engine":
-        from ..cli.federation import open_kgs
+    def open(cls, options: "ServerOptions") -> "Engine":
+        from ..config import open_kgs
 
-        return cls(args, open_kgs(args))
+        return cls(options, open_kgs(list(options.kgs), http=options.http, cache=options.cache))
 
     async def aclose(self) -> None:
         from ..config import close_kgs
@@ -341,31 +344,26 @@ class Engine:
 
     # -- lazily built parts ------------------------------------------------------------------------
     def aligner(self, methods: Sequence[str] | None = None):
-        from ..cli.federation import make_aligner
-
+        cache = self.options.cache.enabled
         if methods:
-            from ..federation.align import Aligner
-
-            return Aligner(self.kgs, methods=list(methods), threshold=self.args.threshold, margin=self.args.margin,
-                           cache=not self.args.no_cache)
+            return replace(self.options.align, methods=tuple(methods)).aligner(self.kgs, cache=cache)
         if self._aligner is None:
-            self._aligner = make_aligner(self.args, self.kgs)
+            self._aligner = self.options.align.aligner(self.kgs, cache=cache)
         return self._aligner
 
     async def text_source(self):
         async with self._lock:
             if self._text is None:
-                from ..cli.context import default_text_source
-                from ..cli.federation import kg_specs
+                from ..config import default_text_source
                 from ..text.context import open_text_source
 
-                live = any(default_text_source(spec.endpoint) == "wikipedia" for spec in kg_specs(self.args))
-                spec = self.args.text_source or ("wikipedia" if live else "demo")
+                spec = self.options.text_source or default_text_source(list(self.options.kgs))
                 client = None
                 if spec == "wikipedia":
                     client = self._http_client()
-                self._text = open_text_source(spec, client=client, cache_dir=self.args.cache_dir, cache=not self.args.no_cache,
-                                              offline=self.args.offline)
+                cache = self.options.cache
+                self._text = open_text_source(spec, client=client, cache_dir=cache.root, cache=cache.enabled,
+                                              offline=cache.offline)
             return self._text
 
     def _http_client(self):
@@ -374,9 +372,7 @@ class Engine:
         if shared is not None:
             return shared
         if self._text_client is None:
-            from ..cli.app import open_client
-
-            self._text_client = open_client(self.args)
+            self._text_client = self.options.http.client()
         return self._text_client
 
     async def method(self, name: str, width: int | None, depth: int | None):
@@ -387,7 +383,7 @@ class Engine:
 
                 from ..toolbox.llm import make_llm
 
-                self._llm = make_llm(self.args.llm)
+                self._llm = make_llm(self.options.llm)
                 if importlib.util.find_spec("sentence_transformers") is not None:
                     from ..toolbox.embeddings import default_embedder
 
@@ -596,8 +592,6 @@ class Engine:
         return hosts - {""}
 
     async def ask(self, question: str, method: str, topics: Sequence[str] | None, width: int | None, depth: int | None) -> tuple[dict, str]:
-        from ..cli.ask import topics_from_ids
-
         if not question.strip():
             raise KgfedError("the question is empty: give it as text, e.g. \"who founded Apple?\"")
         runner = await self.method(method, width, depth)
@@ -1034,17 +1028,32 @@ def _check_port(port: int) -> None:
             raise KgfedError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror}): pick another --port") from None
 
 
-async def serve(args: Any) -> int:
+@dataclass(frozen=True)
+class ServerOptions:
+    """What one `kgfed mcp` server serves (its KGs, HTTP and cache options, alignment, LLM, text) and how."""
+
+    kgs: tuple[KGSpec, ...] = (KGSpec("freebase"), KGSpec("wikidata"))
+    http: HttpOptions = HttpOptions()
+    cache: CacheOptions = CacheOptions()
+    align: AlignOptions = AlignOptions()
+    llm: str = "none"  # the ask tool's LLM spec (`make_llm`)
+    text_source: str | None = None  # None: Wikipedia beside a live endpoint, else the demo extracts
+    transport: str = "stdio"  # or "http": streamable HTTP on 127.0.0.1:`port`
+    port: int = 8765
+
+
+async def serve(options: ServerOptions) -> int:
     """Open the engine, then serve MCP on stdio or streamable HTTP until the client or a signal ends it."""
-    engine = Engine.open(args)
+    engine = Engine.open(options)
     try:
         server = build_server(engine)
-        if args.transport == "stdio":
+        if options.transport == "stdio":
             await server.run_stdio_async()
         else:
-            _check_port(args.port)
-            print(f"kgfed: MCP server on http://127.0.0.1:{args.port}/mcp (streamable HTTP; Ctrl-C stops it)", file=sys.stderr)
-            await server.run_streamable_http_async(host="127.0.0.1", port=args.port)
+            _check_port(options.port)
+            print(f"kgfed: MCP server on http://127.0.0.1:{options.port}/mcp (streamable HTTP; Ctrl-C stops it)",
+                  file=sys.stderr)
+            await server.run_streamable_http_async(host="127.0.0.1", port=options.port)
     finally:
         await engine.aclose()
     return 0

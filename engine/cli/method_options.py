@@ -1,0 +1,51 @@
+"""The method options `kgfed ask` and `kgfed run` share, and the `RunSpec` they describe."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ...sparql.errors import KgfedError
+
+METHOD_NAMES = "tog|tog2|pog|hydra|inses|proh"
+
+
+def add_method_options(parser: argparse.ArgumentParser) -> None:
+    """--method, --llm, --param KEY=VALUE (repeatable), --width, --depth, --text."""
+    parser.add_argument("--method", "-m", default="tog", help=f"{METHOD_NAMES}, or package.module:Class (default tog)")
+    parser.add_argument("--llm", default="none",
+                        help="anthropic[:MODEL] | openai:URL[#MODEL] | replay:DIR | record:DIR:SPEC | none (default: none, LLM-free)")
+    parser.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
+                        help="method parameter, repeatable (values parsed as JSON when they can be: width=3, pruning=bm25)")
+    parser.add_argument("--width", type=int, help="beam width (method parameter width)")
+    parser.add_argument("--depth", type=int, help="maximum depth (method parameter depth)")
+    parser.add_argument("--text", metavar="SOURCE", help="text source for methods that read passages: file:PATH.jsonl | wikipedia | demo")
+
+
+def method_params(args: argparse.Namespace) -> dict[str, Any]:
+    """--param KEY=VALUE pairs (JSON values when they parse) plus --width/--depth."""
+    params: dict[str, Any] = {}
+    for item in getattr(args, "param", None) or []:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key.isidentifier():
+            raise KgfedError(f"--param {item!r} is not KEY=VALUE: write e.g. --param width=3")
+        try:
+            params[key] = json.loads(value)
+        except ValueError:
+            params[key] = value
+    for name in ("width", "depth"):
+        value = getattr(args, name, None)
+        if value is not None:
+            if value < 1:
+                raise KgfedError(f"--{name} must be at least 1")
+            params[name] = value
+    return params
+
+
+def run_spec(args: argparse.Namespace):
+    """The RunSpec of `kgfed ask`/`run` options (method, params, KGs, cache, LLM, text)."""
+    from ..harness.runner import KG_OPTION_DEFAULTS, RunSpec
+
+    options = {key: getattr(args, key, default) for key, default in KG_OPTION_DEFAULTS.items()}
+    return RunSpec(args.method, method_params(args), options, args.llm, args.text)
