@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from kgfed.engine import config
+from kgfed.engine.config import CacheOptions, KGSpec
 from kgfed.engine.harness.datasets import Question, gold_answers, load_dataset
 from kgfed.engine.harness.evaluate import strict_match, tog_match
 from kgfed.engine.kg import KG
@@ -43,8 +45,9 @@ SETS = {
 
 
 def open_kgs(name: str, which: list[str]) -> dict[str, KG]:
+    """The set's KGs named by their dialect, uncached, over one HTTP client (`engine.config.open_kgs`)."""
     stores = SETS[name][1]
-    return {k: KG.open(f"file:{stores[k]}", dialect=k, name=k, cache=False) for k in which}
+    return config.open_kgs([KGSpec(k, f"file:{stores[k]}") for k in which], cache=CacheOptions(enabled=False))
 
 
 async def random_baseline(questions: list[Question], kgs: dict[str, KG], seed: int = 0) -> dict:
@@ -152,8 +155,7 @@ async def run(args) -> dict:
     def mean(key: str) -> float:
         return round(statistics.fmean(r["cost"].get(key, 0) for r in rows), 2)
 
-    for kg in kgs.values():
-        await kg.aclose()
+    await config.close_kgs(kgs)
     tmp.cleanup()
     return {"set": args.set, "method": args.method, "kg": kg_names, "llm": args.llm, "text": args.text, "params": params,
             "n": len(rows), "hits@1": round(sum(r["hit"] for r in rows) / len(rows), 4),
