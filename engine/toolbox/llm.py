@@ -16,6 +16,7 @@ import json
 import os
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -258,6 +259,42 @@ class OpenAICompatibleLLM(LLM):
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def prompt_limits(kind: str, table: Mapping[str, tuple[int, Sequence[str]]], *, enabled: bool, max_tokens: int) -> dict[str, Any]:
+    """`max_tokens` (and `stop`) for one prompt kind of a method, as keyword arguments for `ask`.
+
+    Off (`enabled` False, the default of every method's `stop_sequences` parameter): the method's
+    `max_tokens` and no stop, as the papers' code sends, so replay keys stay those of older recordings.
+    On: `min(max_tokens, cap)` and the kind's stop sequences from `table` (kind -> (cap, stops)), for a
+    small local model that otherwise invents the next example and runs to the token limit.
+    """
+    if not enabled:
+        return {"max_tokens": max_tokens}
+    cap, stop = table[kind]
+    return {"max_tokens": min(max_tokens, cap), "stop": list(stop) or None}
+
+
+async def ask(llm: LLM, prompt: str, *, temperature: float, max_tokens: int = DEFAULT_MAX_TOKENS,
+              stop: Sequence[str] | None = None, system: str | None = None, json_mode: bool = False) -> Any:
+    """One LLM call for a method: the reply text, or with `json_mode` the reply's first JSON object.
+
+    Accounting is `LLM.complete`'s (provider usage; the question's `llm_calls`/`input_tokens`/
+    `output_tokens`). In JSON mode a reply without a readable object gives `{}` (each method then takes
+    its paper's fallback) and adds 1 to the question's `cost["parse_fallbacks"]`; a reply cut at
+    `max_tokens` inside the object keeps the fields written before the cut (`prompts.json_object`).
+    """
+    reply = await llm.complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system,
+                               stop=list(stop) if stop else None)
+    if not json_mode:
+        return reply.text
+    from .prompts import json_object
+
+    value = json_object(reply.text)
+    if value is None:
+        charge("parse_fallbacks")
+        return {}
+    return value
 
 
 def prompt_key(prompt: str, *, system: str | None, temperature: float, stop: list[str] | None = None) -> str:

@@ -467,6 +467,30 @@ def _json_values(text: str) -> list:
     return found
 
 
+_JSON_FIELD = re.compile(r'"([A-Za-z_][\w ]*)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false|null|\[[^\[\]]*\])')
+
+
+def json_object(text: str) -> dict | None:
+    """The first JSON object of a reply (inside a ```json fence or not), else None.
+
+    A reply cut at the token cap inside its object (`{"reasoning": "...", "answer": "Gua`) keeps the
+    complete `"field": value` pairs written before the cut. None means nothing readable.
+    """
+    for value in _json_values(text):
+        if isinstance(value, dict):
+            return value
+    start = text.find("{")
+    if start < 0:
+        return None
+    fields = {}
+    for key, raw in _JSON_FIELD.findall(text[start:]):
+        try:
+            fields.setdefault(key, json.loads(raw))
+        except ValueError:
+            continue
+    return fields or None
+
+
 def _pairs_from_json(value) -> list[tuple[str, float | None]]:
     if isinstance(value, dict):
         if "relation" in value or "name" in value:

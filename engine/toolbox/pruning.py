@@ -16,6 +16,7 @@ from collections.abc import Callable, Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ...cache.costs import charge
 from ...sparql.errors import KgfedError, LLMError
 from .embeddings import Embedder, default_embedder
 from .llm import DEFAULT_MAX_TOKENS, PRUNING_TEMPERATURE, LLM
@@ -140,7 +141,7 @@ async def score_entities(question: str, candidates: Sequence[str], *, relation: 
 async def score_paths(question: str, paths: Sequence[str], *, method: ScoreMethod = "sbert", llm: LLM | None = None,
                       embedder: Embedder | None = None, query: str | None = None, analysis: str = "", width: int | None = 3,
                       temperature: float = PRUNING_TEMPERATURE, max_tokens: int = DEFAULT_MAX_TOKENS,
-                      system: str | None = None) -> list[tuple[str, float]]:
+                      system: str | None = None, stop: Sequence[str] | None = None) -> list[tuple[str, float]]:
     """The top-`width` (path text, score) pairs, best first.
 
     `sbert`/`bm25`: similarity of `query` (e.g. PoG's thinking indicator; default the question) to
@@ -151,7 +152,7 @@ async def score_paths(question: str, paths: Sequence[str], *, method: ScoreMetho
     if not texts:
         return []
     if method == "llm" and _llm_ready(llm):
-        selector = _Selector(question, analysis, query or question, llm, embedder, temperature, max_tokens, system)
+        selector = _Selector(question, analysis, query or question, llm, embedder, temperature, max_tokens, system, stop)
         chosen = await selector.precise(texts, width or len(texts))
         return [(texts[i], 1.0 / (rank + 1)) for rank, i in enumerate(chosen)]
     method = "sbert" if method == "llm" else method
@@ -206,10 +207,10 @@ class _Selector:
     """Fuzzy (SBERT) and precise (LLM, SBERT when LLM-free) selection over path texts."""
 
     def __init__(self, question: str, analysis: str, query: str, llm: LLM | None, embedder: Embedder | None,
-                 temperature: float, max_tokens: int, system: str | None):
+                 temperature: float, max_tokens: int, system: str | None, stop: Sequence[str] | None = None):
         self.question, self.analysis, self.query = question, analysis, query
         self.llm, self.embedder = llm, embedder
-        self.temperature, self.max_tokens, self.system = temperature, max_tokens, system
+        self.temperature, self.max_tokens, self.system, self.stop = temperature, max_tokens, system, stop
 
     async def fuzzy(self, texts: Sequence[str], k: int) -> list[int]:
         """Indices of the k texts most similar to the query (indicator), best first."""
@@ -220,10 +221,12 @@ class _Selector:
 
     async def _ask(self, texts: Sequence[str]) -> list[int]:
         reply = await self.llm.complete(pog_path_select_prompt(self.question, self.analysis, texts),
-                                        temperature=self.temperature, max_tokens=self.max_tokens, system=self.system)
+                                        temperature=self.temperature, max_tokens=self.max_tokens, system=self.system,
+                                        stop=list(self.stop) if self.stop else None)
         try:
             return parse_path_selection(reply.text, len(texts))
         except LLMError:  # an unusable selection: rank this batch by similarity instead of failing the question
+            charge("parse_fallbacks")
             return await self.fuzzy(texts, 3)
 
     async def precise(self, texts: Sequence[str], k: int) -> list[int]:
@@ -246,7 +249,8 @@ async def pog_prune_paths(question: str, paths: Sequence[str | Sequence[str]], *
                           indicator: str = "", analysis: str = "", entities: Sequence[str] | None = None,
                           llm: LLM | None = None, embedder: Embedder | None = None, width: int = 3, w1: int = 80,
                           w2: int = 20, max_depth: int = 3, temperature: float = PRUNING_TEMPERATURE,
-                          max_tokens: int = DEFAULT_MAX_TOKENS, system: str | None = None) -> list[int]:
+                          max_tokens: int = DEFAULT_MAX_TOKENS, system: str | None = None,
+                          stop: Sequence[str] | None = None) -> list[int]:
     """Indices of the paths PoG's beam search keeps (at most `width` = W_max), best first.
 
     Strategies (Algorithm 2): `fuzzy` — SBERT top-W_max against the indicator; `fuzzy+precise` —
@@ -264,7 +268,7 @@ async def pog_prune_paths(question: str, paths: Sequence[str | Sequence[str]], *
         raise KgfedError(f"unknown PoG pruning strategy {strategy!r}: use one of {', '.join(POG_STRATEGIES)}")
     parsed = [_Path.of(p) for p in paths]
     texts = [p.text for p in parsed]
-    selector = _Selector(question, analysis, indicator or question, llm, embedder, temperature, max_tokens, system)
+    selector = _Selector(question, analysis, indicator or question, llm, embedder, temperature, max_tokens, system, stop)
     if strategy == "fuzzy":
         return await selector.fuzzy(texts, width)
     alive = await selector.fuzzy(texts, w1)
