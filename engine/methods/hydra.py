@@ -25,11 +25,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from ...sparql.errors import KgfedError
 from ..text.context import RHO, passage_edges, rank_pages, retrieve_context
-from ..toolbox.llm import EXPLORATION_TEMPERATURE
+from ..toolbox.llm import EXPLORATION_TEMPERATURE, ask
 from ..toolbox.prompts import QuestionAnalysis, parse_question_analysis
 from ..toolbox.pruning import score_paths
 from .base import Result, Topics
-from .pog import SUPPLEMENT_PROMPT, ClusteredPath, Graph, PoG, _default, _unique, chain_paths, listing, parse_supplement
+from .pog import POG_LIMITS, SUPPLEMENT_PROMPT, ClusteredPath, Graph, PoG, _default, _unique, chain_paths, listing, parse_supplement
 
 ALPHAS = (1 / 3, 1 / 3, 1 / 3)  # the paper's alpha_k = 0.33 each, taken as exactly 1/3 so that sum alpha_k = 1
 
@@ -51,6 +51,8 @@ REFINE_PROMPT = (
     "below, by the given knowledge path and your own knowledge.\nAnswer in this format:\nNew question: ...\n"
     "Thinking Cot: \"topic\" - relation - answer(type) - ...\n")
 ACTIONS = {"1": "kg", "2": "wikipedia", "3": "web"}
+# PoG's prompt kinds plus HydraRAG's own, with `stop_sequences=true` (see pog.POG_LIMITS)
+HYDRA_LIMITS = {**POG_LIMITS, "source": (120, ("\nQ:",)), "refine": (160, ("\nQ:",))}
 
 
 # -- the cross-source verification score (paper §4.3) ------------------------------------------------------
@@ -127,6 +129,7 @@ class HydraRAG(PoG):
 
     name = "hydra"
     DEFAULTS = {**PoG.DEFAULTS, "w1": 100, "w2": 20}
+    LIMITS = HYDRA_LIMITS
     EXTRA_DEFAULTS: dict[str, Any] = {"lambda_sem": 0.7, "alpha_cross": 0.7, "alphas": ALPHAS, "rho": dict(RHO),
                                       "gamma": 0.8, "web": None, "select_sources": True}
 
@@ -153,8 +156,8 @@ class HydraRAG(PoG):
         names = {"kg": "KG", "wikipedia": "Wiki", "web": "Web"}
         prompt = (SOURCE_SELECT_PROMPT + f"\nQ: {question}\nProvided sources: {', '.join(names[s] for s in available)}\n"
                   f"Question analysis: {self.context(analysis)}\nA:")
-        reply = await self.llm.complete(prompt, temperature=EXPLORATION_TEMPERATURE, max_tokens=self.p["max_tokens"])
-        chosen = [ACTIONS[d] for d in re.findall(r"action\s*([123])", reply.text, re.I)]
+        reply = await ask(self.llm, prompt, temperature=EXPLORATION_TEMPERATURE, **self.limits("source"))
+        chosen = [ACTIONS[d] for d in re.findall(r"action\s*([123])", reply, re.I)]
         chosen = [s for s in dict.fromkeys(chosen) if s in available]
         return chosen or list(available)
 
@@ -262,7 +265,7 @@ class HydraRAG(PoG):
             return scored[: self.p["max_width"]]
         texts = [p.text or graph.render(p) for p, _ in scored]
         picked = await score_paths(question, texts, method="llm", llm=self.llm, embedder=self.embedder, query=query,
-                                   analysis=self.context(analysis), width=self.p["max_width"], max_tokens=self.p["max_tokens"])
+                                   analysis=self.context(analysis), width=self.p["max_width"], **self.limits("select"))
         by_text = {t: k for k, t in reversed(list(enumerate(texts)))}
         return [scored[by_text[t]] for t, _ in picked if t in by_text]
 
@@ -309,11 +312,11 @@ class HydraRAG(PoG):
         history += [p for p, _ in kept]
         # refined exploration: a follow-up question and indicator over every available source at D_max
         topics_text = ", ".join(graph.name(i) for i in order)
-        reply = await self.llm.complete(REFINE_PROMPT + f"\nQ: {question}\nTopic Entity: {topics_text}\n{self.context(analysis)}"
-                                        f"Existing Knowledge Paths:\n{listing(graph, history)}\nA:",
-                                        temperature=EXPLORATION_TEMPERATURE, max_tokens=self.p["max_tokens"])
-        follow = re.search(r"new\s*question\s*:\s*(.+)", reply.text, re.I)
-        new_indicator = parse_question_analysis(reply.text).indicator or indicator
+        reply = await ask(self.llm, REFINE_PROMPT + f"\nQ: {question}\nTopic Entity: {topics_text}\n{self.context(analysis)}"
+                          f"Existing Knowledge Paths:\n{listing(graph, history)}\nA:",
+                          temperature=EXPLORATION_TEMPERATURE, **self.limits("refine"))
+        follow = re.search(r"new\s*question\s*:\s*(.+)", reply, re.I)
+        new_indicator = parse_question_analysis(reply).indicator or indicator
         kept, done = await self._phase(question, follow.group(1).strip() if follow else question, graph, order, dmax,
                                        new_indicator, available, analysis, "refined", exact=False)
         if done:
@@ -358,9 +361,9 @@ class HydraRAG(PoG):
         """Predict exploration: the LLM names likely answers; those found in G_q join the topic list (D_max)."""
         prompt = (SUPPLEMENT_PROMPT + f"\nQ: {question}\nTopic Entity: {', '.join(graph.name(i) for i in order)}\n"
                   f"{self.context(analysis)}Existing Knowledge Paths:\n{listing(graph, history)}\nA:")
-        reply = await self.llm.complete(prompt, temperature=EXPLORATION_TEMPERATURE, max_tokens=self.p["max_tokens"])
+        reply = await ask(self.llm, prompt, temperature=EXPLORATION_TEMPERATURE, **self.limits("supplement"))
         found: list[ClusteredPath] = []
-        for entity, cot in parse_supplement(reply.text):
+        for entity, cot in parse_supplement(reply):
             target = await self.locate(graph, entity, exclude=order)
             if target is None:
                 continue

@@ -28,10 +28,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...cache.costs import charge
 from ...sparql.errors import KgfedError
 from ..federation.align import Aligner
 from ..kg.facade import KG
-from ..toolbox.llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE
+from ..toolbox.llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE, ask, prompt_limits
 from ..kg.model import Edge
 from ..toolbox.prompts import (
     QuestionAnalysis, extract_answer, parse_question_analysis, parse_sufficient, pog_question_analysis_prompt,
@@ -70,6 +71,13 @@ GENERATE_PROMPT = (
     "knowledge graph path, {set of entities (with id start with \"m.\")} -> {set of relationships} -> {set of "
     "entities(with id start with \"m.\")}, Your task is to generate the answer based on the given knowledge graph "
     "path and your own knowledge. Give the answer in braces, e.g. {answer}.\n")
+
+# per prompt kind with `stop_sequences=true`: (max_tokens cap, stop sequences), for a small local model that
+# otherwise writes the next few-shot "Q: ..." or an explanation up to the token limit (the authors' code sends no stop)
+POG_LIMITS: dict[str, tuple[int, tuple[str, ...]]] = {
+    "analysis": (160, ("\nQ:", "\nThe question is")), "select": (80, ("\nExplanation",)), "summary": (200, ("\nQ:",)),
+    "evaluate": (150, ("\nQ:",)), "generate": (120, ("\nQ:",)), "supplement": (200, ("\nQ:",)),
+}
 
 MAX_SET_SHOWN = 12      # entities printed per supernode in a path text
 MAX_RAW_PATHS = 5000    # entity paths enumerated per topic pair before clustering (safety cap)
@@ -370,7 +378,8 @@ class PoG(Method):
     name = "pog"
     DEFAULTS: dict[str, Any] = {"max_width": 3, "max_depth": 3, "w1": 80, "w2": 20, "strategy": "fuzzy+precise",
                                 "relation_width": None, "neighbor_limit": None, "align": ("p646", "label"),
-                                "expand_phase": True, "supplement_phase": True, "max_tokens": 256}
+                                "expand_phase": True, "supplement_phase": True, "max_tokens": 256, "stop_sequences": False}
+    LIMITS = POG_LIMITS
 
     ALIASES = {"width": "max_width", "depth": "max_depth"}  # kgfed ask/run --width/--depth
 
@@ -397,6 +406,10 @@ class PoG(Method):
     def llm_ready(self) -> bool:
         return self.llm is not None and getattr(self.llm, "available", False)
 
+    def limits(self, kind: str) -> dict[str, Any]:
+        """`max_tokens` (and, with `stop_sequences`, the kind's cap and stop sequences) for one prompt kind."""
+        return prompt_limits(kind, self.LIMITS, enabled=bool(self.p["stop_sequences"]), max_tokens=self.p["max_tokens"])
+
     # -- shared steps (HydraRAG reuses them) --
     async def detect(self, topics: Topics) -> tuple[Graph, list[int]]:
         """G_q: topics expanded to D_max hops over every KG into one merged graph; topic node indexes."""
@@ -414,9 +427,9 @@ class PoG(Method):
     async def analyse(self, question: str, graph: Graph, topic_nodes: Sequence[int]) -> QuestionAnalysis:
         """PoG's question analysis (one LLM call at the exploration temperature)."""
         shown = {next(iter(graph.merged.nodes[i].ids.values())): graph.name(i) for i in topic_nodes}
-        reply = await self.llm.complete(pog_question_analysis_prompt(question, shown), temperature=EXPLORATION_TEMPERATURE,
-                                        max_tokens=self.p["max_tokens"])
-        return parse_question_analysis(reply.text)
+        reply = await ask(self.llm, pog_question_analysis_prompt(question, shown), temperature=EXPLORATION_TEMPERATURE,
+                          **self.limits("analysis"))
+        return parse_question_analysis(reply)
 
     @staticmethod
     def reorder(graph: Graph, nodes: Sequence[int], indicator: str) -> list[int]:
@@ -444,7 +457,7 @@ class PoG(Method):
         keep = await pog_prune_paths(question, texts, strategy=strategy, indicator=indicator, analysis=self.context(analysis),
                                      entities=[graph.set_text([a]) for a in anchors], llm=self.llm, embedder=self.embedder,
                                      width=self.p["max_width"], w1=self.p["w1"], w2=self.p["w2"], max_depth=self.p["max_depth"],
-                                     max_tokens=self.p["max_tokens"])
+                                     **self.limits("select"))
         return [paths[i] for i in keep]
 
     async def step_scorer(self, query: str, graph: Graph) -> Callable[[ClusteredPath], float]:
@@ -546,24 +559,27 @@ class PoG(Method):
                                   analysis: QuestionAnalysis | None) -> tuple[bool, str, str]:
         """Path summary, then the sufficiency evaluation: (sufficient, answer text, summary)."""
         shown = listing(graph, paths)
-        summary = await self.llm.complete(SUMMARY_PROMPT + self._qa_block(question, analysis, shown),
-                                          temperature=PRUNING_TEMPERATURE, max_tokens=self.p["max_tokens"])
-        block = self._qa_block(question, analysis, shown + "\nSummary: " + summary.text.strip())
-        verdict = await self.llm.complete(EVALUATE_PROMPT + block, temperature=ANSWER_TEMPERATURE, max_tokens=self.p["max_tokens"])
-        if not parse_sufficient(verdict.text):
-            return False, "", summary.text
-        answer = extract_answer(verdict.text)
+        summary = await ask(self.llm, SUMMARY_PROMPT + self._qa_block(question, analysis, shown),
+                            temperature=PRUNING_TEMPERATURE, **self.limits("summary"))
+        block = self._qa_block(question, analysis, shown + "\nSummary: " + summary.strip())
+        verdict = await ask(self.llm, EVALUATE_PROMPT + block, temperature=ANSWER_TEMPERATURE, **self.limits("evaluate"))
+        if not parse_sufficient(verdict):
+            return False, "", summary
+        answer = extract_answer(verdict)
         if not answer:
-            answer = await self.generate(question, graph, paths, analysis, summary.text)
-        return True, answer, summary.text
+            answer = await self.generate(question, graph, paths, analysis, summary)
+        return True, answer, summary
 
     async def generate(self, question: str, graph: Graph, paths: Sequence[ClusteredPath], analysis: QuestionAnalysis | None,
                        summary: str = "") -> str:
         """The generation prompt (also the final answer from the LLM's own knowledge when paths are exhausted)."""
         shown = listing(graph, paths) + ("\nSummary: " + summary.strip() if summary else "")
-        reply = await self.llm.complete(GENERATE_PROMPT + self._qa_block(question, analysis, shown),
-                                        temperature=ANSWER_TEMPERATURE, max_tokens=self.p["max_tokens"])
-        return extract_answer(reply.text) or _first_line(reply.text)
+        reply = await ask(self.llm, GENERATE_PROMPT + self._qa_block(question, analysis, shown),
+                          temperature=ANSWER_TEMPERATURE, **self.limits("generate"))
+        answer = extract_answer(reply)
+        if not answer:  # no {answer}: the reply's first line, as the authors' code keeps the whole reply
+            charge("parse_fallbacks")
+        return answer or _first_line(reply)
 
     # -- the algorithm --
     async def _answer(self, question: str, topics: Topics) -> Result:
@@ -657,8 +673,8 @@ class PoG(Method):
         topics = ", ".join(graph.name(i) for i in order)
         prompt = (SUPPLEMENT_PROMPT + f"\nQ: {question}\nTopic Entity: {topics}\n{self.context(analysis)}"
                   f"Related_paths:\n{listing(graph, kept)}\nA:")
-        reply = await self.llm.complete(prompt, temperature=EXPLORATION_TEMPERATURE, max_tokens=self.p["max_tokens"])
-        predictions = parse_supplement(reply.text)
+        reply = await ask(self.llm, prompt, temperature=EXPLORATION_TEMPERATURE, **self.limits("supplement"))
+        predictions = parse_supplement(reply)
         if not predictions:
             return []
         found: list[ClusteredPath] = []
