@@ -125,7 +125,7 @@ async def test_recorded_replies_answer_federation_and_cwq_questions():
 @pytest.mark.parametrize("name,params,message", [
     ("proh", {"beam": "wide"}, "invalid parameter beam='wide' for proh: expected int"),
     ("proh", {"max_depth": -1}, "invalid parameter max_depth=-1 for proh: expected a value ≥ 0"),
-    ("inses", {"tau": 0.8}, "unknown parameter 'tau' for inses: use some of"),
+    ("inses", {"tau": 0.8}, "unknown inses parameter(s) tau: use some of"),
 ])
 def test_bad_parameters_fail_with_one_line(name, params, message):
     from kgfed.sparql.errors import KgfedError

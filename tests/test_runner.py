@@ -29,6 +29,7 @@ class FirstNeighbour(Method):
     its first named neighbour (smallest id) as the answer."""
 
     name = "first-neighbour"
+    PARAMS = {"delay": 0.0, "fail": False}  # --param delay=SECONDS, fail=true
 
     async def _answer(self, question: str, topics) -> Result:
         await asyncio.sleep(float(self.params.get("delay", 0)))

@@ -131,7 +131,11 @@ async def test_llm_free_over_both_kgs(fed_kgs, tmp_path):
     assert {e.kg for p in result.paths for e in p} <= {"freebase", "wikidata"}
 
 
-@pytest.mark.parametrize("params, message", [({"width": 0}, "width and depth"), ({"pruning": "magic"}, "unknown pruning")])
+@pytest.mark.parametrize("params, message", [
+    ({"width": 0}, "invalid parameter width=0 for tog: expected a value ≥ 1"),
+    ({"pruning": "magic"}, "invalid parameter pruning='magic' for tog: use one of llm, sbert, bm25"),
+    ({"widht": 5}, "unknown tog parameter\\(s\\) widht: use some of agreement, depth, "),
+    ({"exact_prompts": "maybe"}, "invalid parameter exact_prompts='maybe' for tog: expected bool")])
 def test_bad_parameters(cwq_kg, params, message):
     with pytest.raises(KgfedError, match=message):
         ToG({"freebase": cwq_kg}, NoLLM(), **params)

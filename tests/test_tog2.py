@@ -121,5 +121,5 @@ async def test_without_text_it_runs_on_the_kg_and_says_so(demo_kg, embedder):
 
 
 def test_bad_parameters(demo_kg):
-    with pytest.raises(KgfedError, match="top_k must be"):
+    with pytest.raises(KgfedError, match="invalid parameter top_k=0 for tog2: expected a value ≥ 1"):
         ToG2({"wikidata": demo_kg}, NoLLM(), text=open_text_source("demo"), top_k=0)

@@ -11,10 +11,12 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ...cache.costs import track
+from ...sparql.errors import KgfedError
 from ..kg.facade import KG
+from ..toolbox.llm import DEFAULT_MAX_TOKENS, ask, prompt_limits
 from ..kg.model import Edge
 
 Topics = dict[str, dict[str, str]]  # kg name -> {short id: name}
@@ -87,10 +89,86 @@ def render_path(path: Sequence[Edge]) -> str:
     return " ".join(parts)
 
 
+_TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared method parameter: its default, the type a given value is cast to, what it accepts.
+
+    `kind` is the default's type (int for a None default); `low` the least number accepted (None: any);
+    `choices` the accepted values (empty: any); None is accepted when the default is None or `none` is set.
+    A `Method.PARAMS` entry may be a bare default, which means `Param(default)`.
+    """
+
+    default: Any
+    kind: type | None = None
+    low: float | None = 0
+    choices: tuple[Any, ...] = ()
+    none: bool = False
+
+    def cast(self, method: str, key: str, value: Any) -> Any:
+        """`value` as this parameter's type (strings from the command line included), or a one-line KgfedError."""
+        if value is None and (self.none or self.default is None):
+            return None
+        kind = self.kind or (type(self.default) if self.default is not None else int)
+        try:
+            value = _cast(kind, value)
+        except (TypeError, ValueError):
+            raise KgfedError(f"invalid parameter {key}={value!r} for {method}: expected {kind.__name__}") from None
+        if self.low is not None and kind in (int, float) and value < self.low:
+            raise KgfedError(f"invalid parameter {key}={value!r} for {method}: expected a value ≥ {self.low:g}")
+        if self.choices and value not in self.choices:
+            raise KgfedError(f"invalid parameter {key}={value!r} for {method}: use one of {', '.join(map(str, self.choices))}")
+        return value
+
+
+def _cast(kind: type, value: Any) -> Any:
+    if kind is bool:
+        if isinstance(value, bool) or value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ValueError(value)
+    if kind in (int, float):
+        if isinstance(value, bool):
+            raise TypeError(value)
+        if kind is int and isinstance(value, float):
+            if not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        return kind(value.strip() if isinstance(value, str) else value)
+    if kind is str:
+        if not isinstance(value, str):
+            raise TypeError(value)
+        return value
+    if kind is tuple:
+        if isinstance(value, str):
+            return tuple(v.strip() for v in value.split(",") if v.strip())
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(value)
+        return tuple(value)
+    if kind is dict:
+        if not isinstance(value, Mapping):
+            raise TypeError(value)
+        return dict(value)
+    return value  # any other kind (a provider object): as given
+
+
 class Method(ABC):
-    """A KG reasoning method over one or more KGs; subclasses implement `_answer`."""
+    """A KG reasoning method over one or more KGs; subclasses implement `_answer`.
+
+    Parameters are declared once per method: `PARAMS` (name → `Param` or bare default) and `ALIASES`
+    (the CLI's `width`/`depth` → the paper's names). `Method.resolve` casts given values, fills in
+    defaults and rejects unknown names; every parameter is then in `self.params` and, unless the class
+    defines that name itself, an attribute (`self.width`).
+    """
 
     name = "method"
+    PARAMS: ClassVar[Mapping[str, Any]] = {}
+    ALIASES: ClassVar[Mapping[str, str]] = {}
+    # prompt kind -> (max_tokens cap, stop sequences), used when the `stop_sequences` parameter is on
+    LIMITS: ClassVar[Mapping[str, tuple[int, tuple[str, ...]]]] = {}
 
     def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):
         if not kgs:
@@ -99,7 +177,62 @@ class Method(ABC):
         self.llm = llm
         self.embedder = embedder
         self.text = text
-        self.params = params
+        self.params = self.resolve(params)
+        for key, value in self.params.items():
+            if not hasattr(type(self), key):
+                setattr(self, key, value)
+
+    @classmethod
+    def resolve(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Every declared parameter: the given ones (aliases renamed, values cast) over the defaults.
+
+        An unknown name, an alias and its target given different values, or a value of the wrong type
+        is a one-line KgfedError naming what is accepted.
+        """
+        given: dict[str, Any] = {}
+        named: dict[str, str] = {}  # target -> the name it was given as
+        for key, value in params.items():
+            target = cls.ALIASES.get(key, key)
+            if target in given and given[target] != value:
+                raise KgfedError(f"{named[target]}={given[target]!r} and {key}={value!r} disagree for {cls.name} "
+                                 f"({key if key != target else named[target]} means {target}): give one of them")
+            given[target], named[target] = value, key
+        unknown = sorted(set(given) - set(cls.PARAMS))
+        if unknown:
+            accepted = sorted(set(cls.PARAMS) | set(cls.ALIASES))
+            raise KgfedError(f"unknown {cls.name} parameter(s) {', '.join(unknown)}: use some of {', '.join(accepted) or '(none)'}")
+        resolved = {}
+        for key, spec in cls.PARAMS.items():
+            spec = spec if isinstance(spec, Param) else Param(spec)
+            resolved[key] = spec.cast(cls.name, key, given[key]) if key in given else spec.default
+        return resolved
+
+    @property
+    def llm_ready(self) -> bool:
+        """Whether an LLM answers (False without one or with `NoLLM`: the method runs LLM-free)."""
+        return self.llm is not None and bool(getattr(self.llm, "available", False))
+
+    def limits(self, kind: str) -> dict[str, Any]:
+        """`max_tokens` (and, with the `stop_sequences` parameter, the kind's cap and stops) for one prompt kind."""
+        return prompt_limits(kind, self.LIMITS, enabled=bool(self.params.get("stop_sequences")),
+                             max_tokens=self.params.get("max_tokens", DEFAULT_MAX_TOKENS))
+
+    async def ask(self, prompt: str, kind: str, *, temperature: float, system: str | None = None, json_mode: bool = False) -> Any:
+        """One LLM call of prompt kind `kind` (`toolbox.llm.ask` with `limits(kind)`): the reply text, or its JSON object."""
+        return await ask(self.llm, prompt, temperature=temperature, system=system, json_mode=json_mode, **self.limits(kind))
+
+    @property
+    def embedder(self):
+        """The run's embedder: the one given, else the process's default `Embedder` (resolved on first use)."""
+        if self._run_embedder is None:
+            from ..toolbox.embeddings import default_embedder
+
+            self._run_embedder = default_embedder()
+        return self._run_embedder
+
+    @embedder.setter
+    def embedder(self, value) -> None:
+        self._run_embedder = value
 
     async def answer(self, question: str, topics: Topics | None = None) -> Result:
         """Answer one question; topics are linked from the question text by label when not given."""

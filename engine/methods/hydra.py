@@ -28,11 +28,10 @@ from ..text.context import RHO, passage_edges, rank_pages, retrieve_context
 from ..toolbox.llm import EXPLORATION_TEMPERATURE, ask
 from ..toolbox.prompts import QuestionAnalysis, parse_question_analysis
 from ..toolbox.pruning import score_paths
-from .base import Result, Topics
+from .base import Param, Result, Topics
 from .pog import POG_LIMITS, SUPPLEMENT_PROMPT, ClusteredPath, Graph, PoG, _default, _unique, chain_paths, listing, parse_supplement
 
 ALPHAS = (1 / 3, 1 / 3, 1 / 3)  # the paper's alpha_k = 0.33 each, taken as exactly 1/3 so that sum alpha_k = 1
-SELF_SIMILAR = 0.999  # a unit vector's float32 cosine with itself is at least this (it is 1 up to rounding)
 
 SOURCE_SELECT_PROMPT = (
     "You are a source selection agent. Your task is to decide the most appropriate knowledge source(s) to answer a "
@@ -129,10 +128,9 @@ class HydraRAG(PoG):
     selector when an LLM is present (True), plus PoG's `relation_width`, `neighbor_limit`, `align`, `max_tokens`."""
 
     name = "hydra"
-    DEFAULTS = {**PoG.DEFAULTS, "w1": 100, "w2": 20}
     LIMITS = HYDRA_LIMITS
-    EXTRA_DEFAULTS: dict[str, Any] = {"lambda_sem": 0.7, "alpha_cross": 0.7, "alphas": ALPHAS, "rho": dict(RHO),
-                                      "gamma": 0.8, "web": None, "select_sources": True}
+    PARAMS = {**PoG.PARAMS, "w1": Param(100, low=1), "w2": Param(20, low=1), "lambda_sem": 0.7, "alpha_cross": 0.7,
+              "alphas": ALPHAS, "rho": dict(RHO), "gamma": 0.8, "web": Param(None, kind=object), "select_sources": True}
 
     def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
@@ -236,21 +234,17 @@ class HydraRAG(PoG):
         rel = [lam * s + (1 - lam) * jaccard(topic_nodes, self.entities_of(p)) for s, p in zip(sims, candidates)]
         top = sorted(range(len(candidates)), key=lambda i: -rel[i])[: self.p["w1"]]
         pool = [candidates[i] for i in top]
+        vectors = await embedder.encode([self.verify_text(graph, p) for p in pool])
+        similar = vectors @ vectors.T
         graph_nodes = frozenset(range(len(graph.merged.nodes)))
         sources = [self.source_of(p) for p in pool]
-        if len(set(sources)) == 1 and self.p["gamma"] <= SELF_SIMILAR:
-            # One source (a single KG, no text): every path's Supp is that source alone, since a unit vector's
-            # cosine with itself reaches gamma; the verification texts need no encoding (same scores).
-            supports = [1] * len(pool)
-        else:
-            vectors = await embedder.encode([self.verify_text(graph, p) for p in pool])
-            close = (vectors @ vectors.T) >= self.p["gamma"]
-            supports = [len({sources[b] for b in close[a].nonzero()[0]}) for a in range(len(pool))]
+        close = similar >= self.p["gamma"]
         scored = []
         for a, i in enumerate(top):
             path = candidates[i]
+            support = {sources[b] for b in close[a].nonzero()[0]}
             score = cross_score(sims[i], topic_nodes, self.entities_of(path), rho=self.rho_of(path),
-                                supporting_sources=supports[a], graph_entities=graph_nodes, lambda_sem=lam, alpha_cross=self.p["alpha_cross"],
+                                supporting_sources=len(support), graph_entities=graph_nodes, lambda_sem=lam, alpha_cross=self.p["alpha_cross"],
                                 alphas=self.p["alphas"], max_width=self.p["max_width"])
             scored.append((path, score))
         scored.sort(key=lambda ps: -ps[1].cross)

@@ -19,17 +19,15 @@ so every question escalates; the answer is the far end of the best-scoring kept 
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...sparql.errors import KgfedError
 from ..federation.hypergraph import Hypergraph, describe, grow
-from ..toolbox.llm import ANSWER_TEMPERATURE, PRUNING_TEMPERATURE
-from ..toolbox.prompts import _json_values
-from .base import Method, Result, Topics
+from ..toolbox.llm import ANSWER_TEMPERATURE
+from .base import Result, Topics
+from .hypergraph_method import JSON_STOP, HypergraphMethod, numbers
 
 # -- prompts (INSES appendix B, tables 4–6, and F, table 12; verbatim) -----------------------------------
 EXTRACT_ENTITIES_PROMPT = """Your task is to extract several entities from the given query, so they can be used to search a knowledge graph for clues relevant to answering the query.
@@ -172,20 +170,6 @@ def estimate_hops(question: str, topics: Topics | None = None) -> int:
     return hops + max(0, named - 1)
 
 
-def json_reply(text: str) -> dict[str, Any]:
-    """The first JSON object in a reply ({} when there is none)."""
-    for value in _json_values(text):
-        if isinstance(value, dict):
-            return value
-    return {}
-
-
-def numbers(value: Any, count: int) -> list[int]:
-    """0-based indexes from "1, 3" / [1, 3] / "triplet 2", within 1..count."""
-    found = re.findall(r"\d+", value if isinstance(value, str) else json.dumps(value))
-    return list(dict.fromkeys(int(x) - 1 for x in found if 1 <= int(x) <= count))
-
-
 @dataclass
 class Chain:
     """How the search reached each node: (hyperedge or None for a similarity link, previous node)."""
@@ -302,41 +286,6 @@ async def similar_nodes(hg: Hypergraph, kgs: Mapping[str, Any], nodes: Sequence[
     return out
 
 
-class HypergraphMethod(Method):
-    """What INSES and PRoH share: parameters with defaults (checked), the LLM-free switch, the embedder."""
-
-    defaults: dict[str, Any] = {}
-    aliases: dict[str, str] = {}  # the CLI's --width/--depth, named as each method calls them
-
-    def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):
-        params = {self.aliases.get(k, k): v for k, v in params.items()}
-        super().__init__(kgs, llm, embedder=embedder, text=text, **params)
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise KgfedError(f"unknown parameter {unknown[0]!r} for {self.name}: use some of {', '.join(sorted(self.defaults))}")
-        for key, default in self.defaults.items():
-            value = params.get(key, default)
-            kind = type(default) if default is not None else int
-            try:
-                value = value if value is None else (str(value).lower() in {"1", "true", "yes", "on"} if kind is bool and isinstance(value, str) else kind(value))
-            except (TypeError, ValueError):
-                raise KgfedError(f"invalid parameter {key}={value!r} for {self.name}: expected {kind.__name__}") from None
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-                raise KgfedError(f"invalid parameter {key}={value!r} for {self.name}: expected a value ≥ 0")
-            setattr(self, key, value)
-
-    @property
-    def llm_ready(self) -> bool:
-        return self.llm is not None and self.llm.available
-
-    def _embedder(self):
-        if self.embedder is None:
-            from ..toolbox.embeddings import default_embedder
-
-            self.embedder = default_embedder()
-        return self.embedder
-
-
 class INSES(HypergraphMethod):
     """Intelligent Navigation and Similarity Enhanced Search, with the RAG/INSES router (paper 002).
 
@@ -348,19 +297,18 @@ class INSES(HypergraphMethod):
     """
 
     name = "inses"
-    defaults = {"max_iter": MAX_ITER, "tau_sim": TAU_SIM, "sim_margin": SIM_MARGIN, "width": WIDTH,
-                "max_triples": MAX_TRIPLES, "router": True, "multi_hop": MULTI_HOP, "confidence": CONFIDENCE,
-                "top_k": 10, "hop_width": None, "limit": None, "similarity": True}
-    aliases = {"depth": "max_iter"}
-
-    async def _ask(self, prompt: str, temperature: float = PRUNING_TEMPERATURE, max_tokens: int = 512) -> str:
-        return (await self.llm.complete(prompt, temperature=temperature, max_tokens=max_tokens)).text
+    PARAMS = {"max_iter": MAX_ITER, "tau_sim": TAU_SIM, "sim_margin": SIM_MARGIN, "width": WIDTH,
+              "max_triples": MAX_TRIPLES, "router": True, "multi_hop": MULTI_HOP, "confidence": CONFIDENCE,
+              "top_k": 10, "hop_width": None, "limit": None, "similarity": True, "max_tokens": 512, "stop_sequences": False}
+    ALIASES = {"depth": "max_iter"}
+    LIMITS = {"router": (100, JSON_STOP), "rag": (300, JSON_STOP), "entities": (60, ("\n\n",)),
+              "navigate": (150, JSON_STOP), "answer": (300, JSON_STOP)}
 
     # -- router (Algorithm 2) ----------------------------------------------------------------------------
     async def route(self, question: str, topics: Topics) -> dict[str, Any]:
         """Whether the question goes to naïve RAG first or straight to INSES, and why."""
         if self.llm_ready:
-            reply = json_reply(await self._ask(ROUTER_PROMPT.format(query=question)))
+            reply = await self._ask(ROUTER_PROMPT.format(query=question), "router")
             multi = reply.get("multi_hop")
             multi = multi if isinstance(multi, bool) else str(multi).strip().lower() in {"true", "yes", "1"}
             return {"route": "inses" if multi else "rag", "multi_hop": multi, "by": "llm", "reason": str(reply.get("reason", ""))}
@@ -378,13 +326,13 @@ class INSES(HypergraphMethod):
         wiki = next((kg for kg in self.kgs.values() if hasattr(kg.dialect, "sitelinks")), None)
         entities = [e for ids in topics.values() for e in ids]
         passages = await retrieve_context(question, entities, text_source=self.text, kg=wiki if isinstance(wiki, KG) else None,
-                                          top_k=self.top_k, embedder=self._embedder())
+                                          top_k=self.top_k, embedder=self.embedder)
         if not passages:
             return {"answer": "", "confidence": 0.0, "passages": 0, "reason": "no passage for the topic entities"}
         if not self.llm_ready:
             return {"answer": "", "confidence": 0.0, "passages": len(passages), "reason": "LLM-free: no reader for the passages"}
         context = "\n\n".join(f"[{p.title}] {p.text}" for p in passages)
-        reply = json_reply(await self._ask(RAG_PROMPT.format(query=question, context=context), ANSWER_TEMPERATURE))
+        reply = await self._ask(RAG_PROMPT.format(query=question, context=context), "rag", ANSWER_TEMPERATURE)
         try:
             confidence = float(reply.get("confidence", 0.0))
         except (TypeError, ValueError):
@@ -415,7 +363,7 @@ class INSES(HypergraphMethod):
         found = [hg.add_node({kg: e}, name, topic=True) for kg, ids in topics.items() for e, name in ids.items() if kg in self.kgs]
         if found or not self.llm_ready:
             return list(dict.fromkeys(found))
-        reply = await self._ask(EXTRACT_ENTITIES_PROMPT.format(query=question))
+        reply = await self._ask(EXTRACT_ENTITIES_PROMPT.format(query=question), "entities", json_mode=False)
         mentions = [m.strip() for m in reply.split(",") if m.strip()]
         for name, kg in self.kgs.items():
             for hits in (await kg.match_labels(mentions)).values() if mentions else ():
@@ -459,7 +407,7 @@ class INSES(HypergraphMethod):
                 break
             similar: list[int] = []
             if self.similarity:
-                found = await similar_nodes(hg, self.kgs, current, embedder=self._embedder(), threshold=self.tau_sim,
+                found = await similar_nodes(hg, self.kgs, current, embedder=self.embedder, threshold=self.tau_sim,
                                             margin=self.sim_margin, exclude=set())
                 for u, (v, score) in found.items():
                     if v not in visited:
@@ -482,7 +430,7 @@ class INSES(HypergraphMethod):
             for t in hg.edges[e].nodes - {u}:
                 texts.append(chain_text(hg, chain, u, (e, t)))
                 owners.append((k, t))
-        sims = await self._embedder().similarity(question, texts) if texts else []
+        sims = await self.embedder.similarity(question, texts) if texts else []
         per_edge: dict[int, float] = {}
         for (k, t), s in zip(owners, sims):
             per_edge[k] = max(per_edge.get(k, float("-inf")), s)
@@ -502,7 +450,7 @@ class INSES(HypergraphMethod):
             current="\n".join(hg.label(u) for u in current) or "none",
             adjacent="\n".join(f"{i}. {triple_line(hg, adjacent[k][0])}" for i, k in enumerate(shown, 1)) or "none",
         )
-        reply = json_reply(await self._ask(prompt))
+        reply = await self._ask(prompt, "navigate")
         picked = [shown[i] for i in numbers(reply.get("selection", ""), len(shown))]
         sufficient = str(reply.get("determination", "")).strip().lower() == "sufficient"
         return [adjacent[k] for k in picked], sufficient, step_best
@@ -516,7 +464,7 @@ class INSES(HypergraphMethod):
         extra = {"iterations": trace, "similarity_links": links, "selected": [triple_line(hg, e) for e in selected]}
         if self.llm_ready and selected:
             context = "\n".join(triple_line(hg, e) for e in selected)
-            reply = json_reply(await self._ask(ANSWER_PROMPT.format(query=question, context=context), ANSWER_TEMPERATURE))
+            reply = await self._ask(ANSWER_PROMPT.format(query=question, context=context), "answer", ANSWER_TEMPERATURE)
             answer = str(reply.get("answer", "")).strip()
             ids = [hg.id_in(n) for n in ends if answer and hg.label(n).lower() == answer.lower()]
             return Result(question, answer, ids, paths, reasoning=str(reply.get("reasoning", "")), extra=extra)
@@ -526,4 +474,4 @@ class INSES(HypergraphMethod):
         return Result(question, hg.label(top), [hg.id_in(top)], paths, reasoning=chain_text(hg, chain, top), extra=extra)
 
 
-__all__ = ["INSES", "HypergraphMethod", "estimate_hops", "similar_nodes", "json_reply"]
+__all__ = ["INSES", "estimate_hops", "similar_nodes"]

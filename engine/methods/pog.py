@@ -18,7 +18,7 @@ lists, bidirectional BFS distances keep only nodes lying on a connecting path of
 
 LLM-free (`llm.available` False): paths of every depth 1..D_max are ranked by SBERT similarity to the
 question (fuzzy selection, top W_max), and the answer is the candidate entity of the best paths whose
-path score, support and name similarity to the question is highest. Parameters: see `PoG.DEFAULTS`.
+path score, support and name similarity to the question is highest. Parameters: see `PoG.PARAMS`.
 """
 from __future__ import annotations
 
@@ -32,14 +32,14 @@ from ...cache.costs import charge
 from ...sparql.errors import KgfedError
 from ..federation.align import Aligner
 from ..kg.facade import KG
-from ..toolbox.llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE, ask, prompt_limits
+from ..toolbox.llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE, ask
 from ..kg.model import Edge
 from ..toolbox.prompts import (
     QuestionAnalysis, extract_answer, parse_question_analysis, parse_sufficient, pog_question_analysis_prompt,
 )
 from ..toolbox.pruning import POG_STRATEGIES, pog_prune_paths, relation_text, score_paths
 from ..federation.subgraph import MergedGraph, expand
-from .base import Method, Result, Topics
+from .base import Method, Param, Result, Topics
 
 # PoG appendix E templates (the paper prints their instructions; the few-shot examples are not published).
 SUPPLEMENT_PROMPT = (
@@ -376,39 +376,18 @@ class PoG(Method):
     `width`/`depth` (kgfed ask --width/--depth) mean max_width/max_depth."""
 
     name = "pog"
-    DEFAULTS: dict[str, Any] = {"max_width": 3, "max_depth": 3, "w1": 80, "w2": 20, "strategy": "fuzzy+precise",
-                                "relation_width": None, "neighbor_limit": None, "align": ("p646", "label"),
-                                "expand_phase": True, "supplement_phase": True, "max_tokens": 256, "stop_sequences": False}
+    PARAMS: dict[str, Any] = {
+        "max_width": Param(3, low=1), "max_depth": Param(3, low=1), "w1": Param(80, low=1), "w2": Param(20, low=1),
+        "strategy": Param("fuzzy+precise", choices=tuple(POG_STRATEGIES)), "relation_width": None, "neighbor_limit": None,
+        "align": Param(("p646", "label"), none=True), "expand_phase": True, "supplement_phase": True, "max_tokens": 256,
+        "stop_sequences": False}
+    ALIASES = {"width": "max_width", "depth": "max_depth"}  # kgfed ask/run --width/--depth
     LIMITS = POG_LIMITS
 
-    ALIASES = {"width": "max_width", "depth": "max_depth"}  # kgfed ask/run --width/--depth
-
-    def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):
-        for alias, key in self.ALIASES.items():
-            if alias in params:
-                value = params.pop(alias)
-                if params.setdefault(key, value) != value:
-                    raise KgfedError(f"{alias}={value!r} and {key}={params[key]!r} disagree: give one of them")
-        unknown = set(params) - set(self.DEFAULTS) - set(getattr(self, "EXTRA_DEFAULTS", {}))
-        if unknown:
-            raise KgfedError(f"unknown {self.name} parameter(s) {', '.join(sorted(unknown))}: use some of "
-                             f"{', '.join(sorted({**self.DEFAULTS, **getattr(self, 'EXTRA_DEFAULTS', {})}))}")
-        super().__init__(kgs, llm, embedder=embedder, text=text, **params)
-        self.p = {**self.DEFAULTS, **getattr(self, "EXTRA_DEFAULTS", {}), **params}
-        for key in ("max_width", "max_depth", "w1", "w2"):
-            value = self.p[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise KgfedError(f"invalid {self.name} parameter {key}={value!r}: expected a whole number ≥ 1")
-        if self.p["strategy"] not in POG_STRATEGIES:
-            raise KgfedError(f"unknown PoG pruning strategy {self.p['strategy']!r}: use one of {', '.join(POG_STRATEGIES)}")
-
     @property
-    def llm_ready(self) -> bool:
-        return self.llm is not None and getattr(self.llm, "available", False)
-
-    def limits(self, kind: str) -> dict[str, Any]:
-        """`max_tokens` (and, with `stop_sequences`, the kind's cap and stop sequences) for one prompt kind."""
-        return prompt_limits(kind, self.LIMITS, enabled=bool(self.p["stop_sequences"]), max_tokens=self.p["max_tokens"])
+    def p(self) -> dict[str, Any]:
+        """The parameters by name (`Method.params`)."""
+        return self.params
 
     # -- shared steps (HydraRAG reuses them) --
     async def detect(self, topics: Topics) -> tuple[Graph, list[int]]:

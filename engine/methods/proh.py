@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..federation.hypergraph import Hypergraph, describe, grow
-from ..toolbox.llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE
+from ..toolbox.llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE
 from .base import Result, Topics
-from .inses import HypergraphMethod, json_reply, numbers
+from .hypergraph_method import JSON_STOP, HypergraphMethod, numbers
 
 # -- defaults: appendix C for PRoH (d_p=3, d_max=3, n0=2, K=2); the paper gives no b or thresholds ------
 PLAN_DEPTH, MAX_DEPTH, INITIAL_PLANS, SOLUTIONS = 3, 3, 2, 2
@@ -210,13 +210,13 @@ class PRoH(HypergraphMethod):
     """
 
     name = "proh"
-    defaults = {"plan_depth": PLAN_DEPTH, "max_depth": MAX_DEPTH, "initial_plans": INITIAL_PLANS, "solutions": SOLUTIONS,
-                "beam": BEAM, "theta_emb": THETA_EMB, "theta_e": THETA_E, "targets": TARGETS, "alpha": ALPHA,
-                "max_states": MAX_STATES, "max_answers": MAX_ANSWERS, "hop_width": None, "limit": None}
-    aliases = {"width": "beam", "depth": "max_depth"}
-
-    async def _ask(self, prompt: str, temperature: float = PRUNING_TEMPERATURE, max_tokens: int = 512) -> dict[str, Any]:
-        return json_reply((await self.llm.complete(prompt, temperature=temperature, max_tokens=max_tokens)).text)
+    PARAMS = {"plan_depth": PLAN_DEPTH, "max_depth": MAX_DEPTH, "initial_plans": INITIAL_PLANS, "solutions": SOLUTIONS,
+              "beam": BEAM, "theta_emb": THETA_EMB, "theta_e": THETA_E, "targets": TARGETS, "alpha": ALPHA,
+              "max_states": MAX_STATES, "max_answers": MAX_ANSWERS, "hop_width": None, "limit": None,
+              "max_tokens": 512, "stop_sequences": False}
+    ALIASES = {"width": "beam", "depth": "max_depth"}
+    LIMITS = {"score": (150, JSON_STOP), "plan": (250, JSON_STOP), "directions": (80, JSON_STOP), "paths": (80, JSON_STOP),
+              "step": (120, JSON_STOP), "refine": (200, JSON_STOP), "final": (300, JSON_STOP), "judge": (60, JSON_STOP)}
 
     async def _grow(self, hg: Hypergraph, nodes: Iterable[int]) -> None:
         aligner = None
@@ -234,7 +234,7 @@ class PRoH(HypergraphMethod):
         await self._grow(hg, topics)
         edges = list(dict.fromkeys(e for n in topics for e in hg.incident(n)))
         pool = [e for e in range(len(hg.edges)) if hg.edges[e].kind != "synonym"]
-        sims = await self._embedder().similarity(question, [hg.edges[e].name for e in pool]) if pool else []
+        sims = await self.embedder.similarity(question, [hg.edges[e].name for e in pool]) if pool else []
         ranked = sorted((s, e) for s, e in zip(sims, pool) if s >= self.theta_e)[::-1]
         return topics, list(dict.fromkeys(edges + [e for _, e in ranked[:self.targets]]))
 
@@ -244,12 +244,12 @@ class PRoH(HypergraphMethod):
         if not nodes:
             return {}
         await describe(hg, self.kgs, nodes)
-        se = dict(zip(nodes, await self._embedder().similarity(question, [hg.text(n) for n in nodes])))
+        se = dict(zip(nodes, await self.embedder.similarity(question, [hg.text(n) for n in nodes])))
         keep = [n for n in nodes if se[n] >= self.theta_emb]
         llm: dict[int, float] = {}
         if self.llm_ready and keep:
             reply = await self._ask(SCORE_PROMPT.format(question=question, entities="\n".join(
-                f"{i}. {hg.text(n)}" for i, n in enumerate(keep, 1))))
+                f"{i}. {hg.text(n)}" for i, n in enumerate(keep, 1))), "score")
             for i, n in enumerate(keep, 1):
                 try:
                     llm[n] = float(reply.get(str(i), 0.0))
@@ -285,7 +285,7 @@ class PRoH(HypergraphMethod):
         names = ", ".join(hg.label(n) for n in topics)
         dags = []
         for _ in range(self.initial_plans):
-            reply = await self._ask(PLAN_PROMPT.format(question=question, topics=names, context=context), EXPLORATION_TEMPERATURE)
+            reply = await self._ask(PLAN_PROMPT.format(question=question, topics=names, context=context), "plan", EXPLORATION_TEMPERATURE)
             dags.append(Dag.of(reply, question))
         return dags
 
@@ -294,7 +294,7 @@ class PRoH(HypergraphMethod):
         return " ; ".join(hg.edges[e].name for e in path)
 
     async def _rank_by_text(self, question: str, hg: Hypergraph, paths: Sequence[Sequence[int]]) -> list[float]:
-        return await self._embedder().similarity(question, [self.path_text(hg, p) for p in paths]) if paths else []
+        return await self.embedder.similarity(question, [self.path_text(hg, p) for p in paths]) if paths else []
 
     async def retrieve(self, question: str, hg: Hypergraph, seeds: Sequence[int]) -> list[tuple[str, int, list[int]]]:
         """Answer–path pairs for one sub-question: EWO-guided beam search to d_max, answers from selected paths."""
@@ -333,7 +333,7 @@ class PRoH(HypergraphMethod):
             return cands
         if self.llm_ready:
             reply = await self._ask(DIRECTIONS_PROMPT.format(b=self.beam, question=question, paths="\n".join(
-                f"{i}. {self.path_text(hg, p)}" for i, p in enumerate(cands, 1))))
+                f"{i}. {self.path_text(hg, p)}" for i, p in enumerate(cands, 1))), "directions")
             chosen = [cands[i] for i in numbers(reply.get("selection", ""), len(cands))][:self.beam]
             if chosen:
                 return chosen
@@ -349,7 +349,7 @@ class PRoH(HypergraphMethod):
         ranked = sorted(explored, key=lambda p: -path_score((n for e in p for n in hg.edges[e].nodes), weights))[:self.beam * 3]
         if self.llm_ready:
             reply = await self._ask(PATHS_PROMPT.format(question=question, paths="\n".join(
-                f"{i}. {self.path_text(hg, p)}" for i, p in enumerate(ranked, 1))))
+                f"{i}. {self.path_text(hg, p)}" for i, p in enumerate(ranked, 1))), "paths")
             return [ranked[i] for i in numbers(reply.get("selection", ""), len(ranked))]
         sims = await self._rank_by_text(question, hg, ranked)
         k = max(range(len(ranked)), key=lambda i: sims[i])
@@ -365,12 +365,12 @@ class PRoH(HypergraphMethod):
             if self.llm_ready:
                 await describe(hg, self.kgs, [n for e in path for n in hg.edges[e].nodes])
                 context = "\n".join(hg.edges[e].name for e in path)
-                reply = await self._ask(STEP_PROMPT.format(question=question, context=context), ANSWER_TEMPERATURE)
+                reply = await self._ask(STEP_PROMPT.format(question=question, context=context), "step", ANSWER_TEMPERATURE)
                 names = [str(a).strip() for a in reply.get("answers") or [] if str(a).strip()]
                 by_label = {hg.label(n).lower(): n for e in path for n in hg.edges[e].nodes}
                 out += [(a, by_label.get(a.lower(), -1), path) for a in names[:self.max_answers]]
             else:
-                se = dict(zip(candidates, await self._embedder().similarity(question, [hg.text(n) for n in candidates]))) if candidates else {}
+                se = dict(zip(candidates, await self.embedder.similarity(question, [hg.text(n) for n in candidates]))) if candidates else {}
                 out += [(hg.label(n), n, path) for n in sorted(candidates, key=lambda n: -se[n])[:self.max_answers]]
         unique = {}
         for a in out:
@@ -412,7 +412,7 @@ class PRoH(HypergraphMethod):
             return dag
         reply = await self._ask(REFINE_PROMPT.format(
             question=question, answered="\n".join(f"{k}. {dag.text(k)} -> {a}" for k, (a, _, _) in dag.answers.items()),
-            open="\n".join(f"{k}. {dag.questions[k]}" for k in open_ids)))
+            open="\n".join(f"{k}. {dag.questions[k]}" for k in open_ids)), "refine")
         for item in reply.get("subquestions") or []:
             if isinstance(item, Mapping) and str(item.get("id", "")).isdigit() and int(item["id"]) in open_ids and item.get("question"):
                 dag.questions[int(item["id"])] = str(item["question"]).strip()
@@ -437,12 +437,13 @@ class PRoH(HypergraphMethod):
             return Result(question, answer, [hg.id_in(node)] if node >= 0 else [], paths, reasoning=self._steps(done[0]), extra=extra)
         finals = []
         for dag in done:
-            reply = await self._ask(FINAL_PROMPT.format(question=question, steps=self._steps(dag, hg)), ANSWER_TEMPERATURE)
+            reply = await self._ask(FINAL_PROMPT.format(question=question, steps=self._steps(dag, hg)), "final", ANSWER_TEMPERATURE)
             finals.append((str(reply.get("answer", "")).strip(), str(reply.get("reasoning", ""))))
         choice = 0
         if len({a.lower() for a, _ in finals}) > 1:
             reply = await self._ask(JUDGE_PROMPT.format(question=question, candidates="\n".join(
-                f"{i}. {a} (because: {self._steps(d)})" for i, ((a, _), d) in enumerate(zip(finals, done), 1))), ANSWER_TEMPERATURE)
+                f"{i}. {a} (because: {self._steps(d)})" for i, ((a, _), d) in enumerate(zip(finals, done), 1))), "judge",
+                ANSWER_TEMPERATURE)
             picked = numbers(reply.get("choice", ""), len(finals))
             choice = picked[0] if picked else 0
         answer, reasoning = finals[choice]

@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -51,12 +51,12 @@ from ..toolbox.pruning import METHODS, relation_text, score_entities, score_rela
 from ..toolbox.prompts import (
     TOG_SYSTEM, extract_answer, parse_sufficient, tog_answer_prompt, tog_evaluate_prompt, tog_generate_directly_prompt,
 )
-from .base import UNNAMED, Method, Result, Topics, render_path
+from .base import UNNAMED, Method, Param, Result, Topics, render_path
 
 # per prompt kind with `stop_sequences` (a small local model's replies; ToG's own code sends no stop)
-TOG_STOP = ("\nQ:",)
-TOG_STOPS = {"reasoning": ("\nQuestion:", "\nExample")}  # ToG-2's reasoning prompt has no "Q:" lines
-TOG_LIMITS = {"relations": 120, "entities": 80, "evaluate": 120, "answer": 120, "reasoning": 200}
+TOG_LIMITS = {"relations": (120, ("\nQ:",)), "entities": (80, ("\nQ:",)), "evaluate": (120, ("\nQ:",)),
+              "answer": (120, ("\nQ:",)),
+              "reasoning": (200, ("\nQuestion:", "\nExample"))}  # ToG-2's reasoning prompt has no "Q:" lines
 
 
 @dataclass(frozen=True)
@@ -157,34 +157,11 @@ class ToG(Method):
 
     name = "tog"
 
-    PARAMS = frozenset({"width", "depth", "pruning", "max_candidates", "retain", "exploration_temperature",
-                        "reasoning_temperature", "max_tokens", "exact_prompts", "seed", "agreement", "hop_penalty",
-                        "stop_sequences"})
-
-    def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):
-        unknown = sorted(set(params) - self.PARAMS)
-        if unknown:  # a misspelt --param must not be ignored silently
-            raise KgfedError(f"unknown {self.name} parameter(s) {', '.join(unknown)}: use some of {', '.join(sorted(self.PARAMS))}")
-        super().__init__(kgs, llm, embedder=embedder, text=text, **params)
-        self.width = int(params.get("width", 3))
-        self.depth = int(params.get("depth", 3))
-        self.pruning = str(params.get("pruning", "llm"))
-        self.max_candidates = int(params.get("max_candidates", 20))
-        self.retain = int(params.get("retain", 5))
-        self.exploration_temperature = float(params.get("exploration_temperature", EXPLORATION_TEMPERATURE))
-        self.reasoning_temperature = float(params.get("reasoning_temperature", ANSWER_TEMPERATURE))
-        self.max_tokens = int(params.get("max_tokens", DEFAULT_MAX_TOKENS))
-        self.exact_prompts = bool(params.get("exact_prompts", True))
-        self.stop_sequences = bool(params.get("stop_sequences", False))
-        self.seed = int(params.get("seed", 0))
-        if self.width < 1 or self.depth < 1:
-            raise KgfedError(f"width and depth must be ≥ 1 (got width={self.width}, depth={self.depth}): pass e.g. width=3 depth=3")
-        if self.pruning not in METHODS:
-            raise KgfedError(f"unknown pruning {self.pruning!r}: use one of {', '.join(METHODS)}")
-
-    @property
-    def uses_llm(self) -> bool:
-        return self.llm is not None and getattr(self.llm, "available", False)
+    PARAMS = {"width": Param(3, low=1), "depth": Param(3, low=1), "pruning": Param("llm", choices=tuple(METHODS)),
+              "max_candidates": 20, "retain": 5, "exploration_temperature": EXPLORATION_TEMPERATURE,
+              "reasoning_temperature": ANSWER_TEMPERATURE, "max_tokens": DEFAULT_MAX_TOKENS, "exact_prompts": True,
+              "stop_sequences": False, "seed": 0, "agreement": 0.1, "hop_penalty": 0.03}
+    LIMITS = TOG_LIMITS
 
     # -- the search --------------------------------------------------------------------------------
     def start(self, topics: Topics) -> list[Chain]:
@@ -221,7 +198,7 @@ class ToG(Method):
             trace.depth = depth
             trace.kept.extend(kept)
             beam = [c for c in kept if c.expandable]
-            if self.uses_llm:
+            if self.llm_ready:
                 reply = await self._ask(tog_evaluate_prompt(question, trace.triples(), wiki=self._wiki(kept),
                                                             exact=self.exact_prompts))
                 if parse_sufficient(reply):
@@ -264,7 +241,7 @@ class ToG(Method):
         """ToG's relation pruning of one chain's relations (LLM, falling back to SBERT on an unusable reply)."""
         wiki = _is_wiki(self.kgs[chain.kg])
         common = dict(embedder=self.embedder, entity=chain.name, width=self.width, wiki=wiki)
-        if self.pruning == "llm" and self.uses_llm:
+        if self.pruning == "llm" and self.llm_ready:
             tap = _Tap(self.llm)
             try:
                 return await score_relations(question, names, method="llm", llm=tap, temperature=self.exploration_temperature,  # type: ignore[arg-type]
@@ -301,7 +278,7 @@ class ToG(Method):
         named = [e for e in edges if e.label]
         if not named:  # ToG: nameless candidates share the relation's score equally
             return [hop.chain.extend(e, hop.score / len(edges)) for e in edges]
-        llm = self.pruning == "llm" and self.uses_llm
+        llm = self.pruning == "llm" and self.llm_ready
         if llm and len(named) >= self.max_candidates:  # ToG samples before asking the LLM
             named = self._rng(hop).sample(named, self.retain)
         method = "llm" if llm else (self.pruning if self.pruning != "llm" else "sbert")
@@ -332,19 +309,12 @@ class ToG(Method):
         return kept
 
     # -- answering ---------------------------------------------------------------------------------
-    def limits(self, kind: str) -> dict[str, Any]:
-        """`max_tokens` (and `stop`) for one prompt kind: `max_tokens` everywhere unless `stop_sequences`."""
-        if not self.stop_sequences:
-            return {"max_tokens": self.max_tokens}
-        return {"max_tokens": min(self.max_tokens, TOG_LIMITS[kind]), "stop": list(TOG_STOPS.get(kind, TOG_STOP))}
-
     async def _ask(self, prompt: str, kind: str = "evaluate") -> str:
-        reply = await self.llm.complete(prompt, temperature=self.reasoning_temperature, system=TOG_SYSTEM, **self.limits(kind))
-        return reply.text
+        return await self.ask(prompt, kind, temperature=self.reasoning_temperature, system=TOG_SYSTEM)
 
     async def conclude(self, question: str, trace: Trace) -> Result:
         """No `{Yes}`: ToG answers from the triples after an empty hop, on its own after `depth` hops."""
-        if not self.uses_llm:
+        if not self.llm_ready:
             return await self.choose_answer(question, trace)
         if trace.kept and trace.stop.startswith("no entity"):
             prompt = tog_answer_prompt(question, trace.triples(), wiki=self._wiki(trace.kept), exact=self.exact_prompts)
@@ -382,15 +352,11 @@ class ToG(Method):
         if not candidates:
             return Result(question, "", [], [], reasoning="LLM-free ToG: no named entity reached from the topic entities",
                           extra=self._extra(trace))
-        from ..toolbox.embeddings import default_embedder
-
-        embedder = self.embedder or default_embedder()
-        sims = await embedder.similarity(question, [c.sentence() for c in candidates])
+        sims = await self.embedder.similarity(question, [c.sentence() for c in candidates])
         reached: dict[tuple[str, str], set[str]] = {}
         for chain in candidates:
             reached.setdefault((chain.kg, chain.entity), set()).add(chain.topic)
-        agreement = float(self.params.get("agreement", 0.1))
-        hop_penalty = float(self.params.get("hop_penalty", 0.03))
+        agreement, hop_penalty = self.agreement, self.hop_penalty
 
         def fit(chain: Chain, sim: float) -> float:
             return sim + agreement * (len(reached[(chain.kg, chain.entity)]) - 1) - hop_penalty * (len(chain.edges) - 1)

@@ -37,12 +37,11 @@ from dataclasses import replace
 from typing import Any
 
 from ...cache.costs import charge
-from ...sparql.errors import KgfedError
 from ..text.context import TOP_K, Passage, entity_pages, entity_scores, rank_pages
 from ..kg.facade import KG
 from ..toolbox.prompts import extract_answer, parse_sufficient
 from ..toolbox.pruning import score_entities
-from .base import Result, Topics
+from .base import Param, Result, Topics
 from .tog import Chain, Hop, ToG, Trace, edge_triple
 
 ALPHA = 0.3  # Eq. 6 decay; not stated in the paper
@@ -104,18 +103,12 @@ class ToG2(ToG):
     """ToG-2: ToG's hops with context-guided entity pruning over the entities' documents."""
 
     name = "tog2"
-    PARAMS = ToG.PARAMS | {"top_k", "alpha", "relation_threshold", "ranker", "max_documents"}
+    PARAMS = {**ToG.PARAMS, "exploration_temperature": 0.0,  # ToG-2 samples every call at 0
+              "top_k": Param(TOP_K, low=1), "alpha": ALPHA, "relation_threshold": RELATION_THRESHOLD, "ranker": "sbert",
+              "max_documents": 20}
 
     def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):
-        params.setdefault("exploration_temperature", 0.0)  # ToG-2 samples every call at 0
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
-        self.top_k = int(params.get("top_k", TOP_K))
-        self.alpha = float(params.get("alpha", ALPHA))
-        self.relation_threshold = float(params.get("relation_threshold", RELATION_THRESHOLD))
-        self.ranker = str(params.get("ranker", "sbert"))
-        self.max_documents = int(params.get("max_documents", 20))
-        if self.top_k < 1 or self.alpha < 0:
-            raise KgfedError(f"top_k must be ≥ 1 and alpha ≥ 0 (got top_k={self.top_k}, alpha={self.alpha})")
         self._page_kg = next((kg for kg in self.kgs.values() if hasattr(kg.dialect, "sitelinks")), None)
 
     # -- documents and passages --------------------------------------------------------------------
@@ -159,7 +152,7 @@ class ToG2(ToG):
         beam = self.start(topics)
         clues, passages = "", await self.context(question, beam)
         contexts: list[Passage] = list(passages)
-        if self.uses_llm:
+        if self.llm_ready:
             reply = await self._reason(question, clues, beam, passages)
             if parse_sufficient(reply):
                 trace.stop = "sufficient from the topic entities' documents"
@@ -169,7 +162,7 @@ class ToG2(ToG):
             if not beam:
                 break
             hops = await self.relation_step(question, beam, trace)
-            if self.pruning == "llm" and self.uses_llm:
+            if self.pruning == "llm" and self.llm_ready:
                 hops = [h for h in hops if h.score >= self.relation_threshold]
             expanded = await self.entity_step(hops)
             candidates = await self._candidates(question, expanded)
@@ -185,14 +178,14 @@ class ToG2(ToG):
             trace.kept.extend(kept)
             contexts = passages or contexts
             beam = [c for c in kept if c.expandable]
-            if self.uses_llm:
+            if self.llm_ready:
                 reply = await self._reason(question, clues, kept, passages)
                 if parse_sufficient(reply):
                     trace.stop = f"sufficient at depth {depth}"
                     return self._hybrid_result(question, reply, trace, contexts, clues)
                 clues = extract_answer(reply) or clues
         trace.stop = trace.stop or f"depth {self.depth} reached"
-        if self.uses_llm:
+        if self.llm_ready:
             result = await self.conclude(question, trace)
         else:
             result = await self.choose_answer(question, trace)  # the context acted through the pruning
