@@ -32,6 +32,7 @@ from .base import Param, Result, Topics
 from .pog import POG_LIMITS, SUPPLEMENT_PROMPT, ClusteredPath, Graph, PoG, _default, _unique, chain_paths, listing, parse_supplement
 
 ALPHAS = (1 / 3, 1 / 3, 1 / 3)  # the paper's alpha_k = 0.33 each, taken as exactly 1/3 so that sum alpha_k = 1
+SELF_SIMILAR = 0.999  # a unit vector's float32 cosine with itself is at least this (it is 1 up to rounding)
 
 SOURCE_SELECT_PROMPT = (
     "You are a source selection agent. Your task is to decide the most appropriate knowledge source(s) to answer a "
@@ -234,17 +235,21 @@ class HydraRAG(PoG):
         rel = [lam * s + (1 - lam) * jaccard(topic_nodes, self.entities_of(p)) for s, p in zip(sims, candidates)]
         top = sorted(range(len(candidates)), key=lambda i: -rel[i])[: self.p["w1"]]
         pool = [candidates[i] for i in top]
-        vectors = await embedder.encode([self.verify_text(graph, p) for p in pool])
-        similar = vectors @ vectors.T
         graph_nodes = frozenset(range(len(graph.merged.nodes)))
         sources = [self.source_of(p) for p in pool]
-        close = similar >= self.p["gamma"]
+        if len(set(sources)) == 1 and self.p["gamma"] <= SELF_SIMILAR:
+            # One source (a single KG, no text): every path's Supp is that source alone, since a unit vector's
+            # cosine with itself reaches gamma; the verification texts need no encoding (same scores).
+            supports = [1] * len(pool)
+        else:
+            vectors = await embedder.encode([self.verify_text(graph, p) for p in pool])
+            close = (vectors @ vectors.T) >= self.p["gamma"]
+            supports = [len({sources[b] for b in close[a].nonzero()[0]}) for a in range(len(pool))]
         scored = []
         for a, i in enumerate(top):
             path = candidates[i]
-            support = {sources[b] for b in close[a].nonzero()[0]}
             score = cross_score(sims[i], topic_nodes, self.entities_of(path), rho=self.rho_of(path),
-                                supporting_sources=len(support), graph_entities=graph_nodes, lambda_sem=lam, alpha_cross=self.p["alpha_cross"],
+                                supporting_sources=supports[a], graph_entities=graph_nodes, lambda_sem=lam, alpha_cross=self.p["alpha_cross"],
                                 alphas=self.p["alphas"], max_width=self.p["max_width"])
             scored.append((path, score))
         scored.sort(key=lambda ps: -ps[1].cross)
