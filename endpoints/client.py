@@ -326,7 +326,7 @@ class HttpClient:
                     continue  # the pause above is the delay
                 if response.status in RETRY_STATUSES:
                     last_error = HttpStatusError(
-                        f"{what} answered HTTP {response.status}: {_first_line(response.text())}",
+                        f"{what} answered HTTP {response.status}: {first_line(response.text())}",
                         status=response.status,
                         retryable=True,
                     )
@@ -347,7 +347,7 @@ class HttpClient:
         response = await self.request("GET", url, params=params, headers=headers)
         if response.status >= 400:
             raise HttpStatusError(
-                f"GET {urlsplit(url).netloc} answered HTTP {response.status}: {_first_line(response.text())}",
+                f"GET {urlsplit(url).netloc} answered HTTP {response.status}: {first_line(response.text())}",
                 status=response.status,
             )
         try:
@@ -363,7 +363,7 @@ def _refuse_robot_policy(what: str, host: str, response: Response) -> None:
     text = response.text().lower()
     if "robot policy" in text or (response.status == 403 and is_wikimedia(host) and "user-agent" in text):
         raise UserAgentRejected(
-            f"{what} refused the request for its User-Agent (HTTP {response.status}: {_first_line(response.text(), 90)}): "
+            f"{what} refused the request for its User-Agent (HTTP {response.status}: {first_line(response.text(), 90)}): "
             f"{HOW_TO_SET_CONTACT}",
             status=response.status,
         )
@@ -383,10 +383,11 @@ def _raise_server_timeout(what: str, response: Response) -> None:
     if "timed out" in message.lower():
         raise QueryTimeout(f"{what} stopped the query at its time limit (HTTP 429: {message}): ask a narrower query "
                            "(a smaller --batch-size, fewer hops, a LIMIT); this is a timeout, not a rate limit", status=429)
-    raise HttpStatusError(f"{what} cancelled the query (HTTP 429: {_first_line(message)}): run it again later", status=429)
+    raise HttpStatusError(f"{what} cancelled the query (HTTP 429: {first_line(message)}): run it again later", status=429)
 
 
-def _first_line(text: str, width: int = 160) -> str:
+def first_line(text: str, width: int = 160) -> str:
+    """The first non-blank line of a reply body, cut to `width` (for one-line error messages)."""
     for line in text.splitlines():
         if line.strip():
             return line.strip()[:width]

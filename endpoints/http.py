@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from ..sparql.errors import EndpointError, HttpStatusError, NotAnAnswer, PartialResult
 from ..sparql.results import SelectResult, parse_sparql_json
-from .client import HttpClient, Response, _first_line
+from .client import HttpClient, Response, first_line
 
 ACCEPT = "application/sparql-results+json"
 ServerKind = TypingLiteral["virtuoso", "qlever", "wdqs", "oxigraph", "generic"]
@@ -107,7 +107,7 @@ class HttpEndpoint:
         host = urlsplit(self.url).netloc
         if response.status >= 400:
             raise HttpStatusError(
-                f"{host} rejected the query with HTTP {response.status}: {_first_line(response.text())}",
+                f"{host} rejected the query with HTTP {response.status}: {first_line(response.text())}",
                 status=response.status,
             )
         _require_results_document(host, response)
@@ -144,7 +144,7 @@ def _require_results_document(host: str, response: Response) -> None:
         return  # JSON: parse_sparql_json judges its shape
     what = "an HTML page" if "html" in kind or start == b"<" else f"{kind or 'untyped'} text"
     raise NotAnAnswer(
-        f"{host} answered HTTP {response.status} with {what}, not SPARQL results ({_first_line(response.text(), 100)}): "
+        f"{host} answered HTTP {response.status} with {what}, not SPARQL results ({first_line(response.text(), 100)}): "
         "check the endpoint URL (it must be the SPARQL endpoint itself) and your --user-agent/--contact",
         status=response.status,
     )

@@ -29,7 +29,7 @@ from ..toolbox.llm import EXPLORATION_TEMPERATURE, ask
 from ..toolbox.prompts import QuestionAnalysis, parse_question_analysis
 from ..toolbox.pruning import score_paths
 from .base import Param, Result, Topics
-from .pog import POG_LIMITS, SUPPLEMENT_PROMPT, ClusteredPath, Graph, PoG, _default, _unique, chain_paths, listing, parse_supplement
+from .pog import POG_LIMITS, SUPPLEMENT_PROMPT, ClusteredPath, Graph, PoG, chain_paths, listing, parse_supplement, unique_paths
 
 ALPHAS = (1 / 3, 1 / 3, 1 / 3)  # the paper's alpha_k = 0.33 each, taken as exactly 1/3 so that sum alpha_k = 1
 SELF_SIMILAR = 0.999  # a unit vector's float32 cosine with itself is at least this (it is 1 up to rounding)
@@ -229,7 +229,7 @@ class HydraRAG(PoG):
         if not candidates:
             return []
         texts = [self.sbert_text(graph, p) for p in candidates]
-        embedder = self.embedder or _default()
+        embedder = self.embedder
         sims = await embedder.similarity(query, texts)
         lam = self.p["lambda_sem"]
         rel = [lam * s + (1 - lam) * jaccard(topic_nodes, self.entities_of(p)) for s, p in zip(sims, candidates)]
@@ -264,7 +264,7 @@ class HydraRAG(PoG):
     async def prune_evidence(self, question: str, query: str, graph: Graph, candidates: list[ClusteredPath],
                              topic_nodes: Sequence[int], analysis: QuestionAnalysis | None) -> list[tuple[ClusteredPath, CrossScore]]:
         """Algorithm 4: relevance → cross-score top-W2 → the LLM's W_max (LLM-free: the top W_max by cross-score)."""
-        scored = (await self.score(query, graph, _unique(candidates), topic_nodes))[: self.p["w2"]]
+        scored = (await self.score(query, graph, unique_paths(candidates), topic_nodes))[: self.p["w2"]]
         if not self.llm_ready or len(scored) <= self.p["max_width"]:
             return scored[: self.p["max_width"]]
         texts = [p.text or graph.render(p) for p, _ in scored]

@@ -443,7 +443,7 @@ class PoG(Method):
         """A cheap path score for growing trees: mean SBERT similarity of `query` to each step's relation words."""
         keys = sorted({(link.kg, link.relation) for link in graph.merged.edges})
         texts = [graph.step_text(Step(kg, rel, True), words=True) for kg, rel in keys]
-        sims = await (self.embedder or _default()).similarity(query, texts) if keys else []
+        sims = await self.embedder.similarity(query, texts) if keys else []
         table = dict(zip(keys, sims))
 
         def score(path: ClusteredPath) -> float:
@@ -499,7 +499,7 @@ class PoG(Method):
         if not score:
             return [], None, {}
         names = list(score)
-        sims = await (self.embedder or _default()).similarity(question, [graph.name(i) for i in names])
+        sims = await self.embedder.similarity(question, [graph.name(i) for i in names])
         final = {i: score[i] + 0.15 * sim for i, sim in zip(names, sims)}
         order = sorted(final, key=lambda i: (-final[i], graph.name(i)))
         return order, best_path[order[0]][1], final
@@ -631,7 +631,7 @@ class PoG(Method):
                 if ok:
                     return self._done(question, graph, answer, current, "expand", analysis, summary)
             explored += current
-        final = await self.prune(question, graph, _unique(explored), indicator, analysis, order)
+        final = await self.prune(question, graph, unique_paths(explored), indicator, analysis, order)
         answer = await self.generate(question, graph, final, analysis)
         return self._done(question, graph, answer, final, "final", analysis, "")
 
@@ -669,7 +669,7 @@ class PoG(Method):
                 keep = await pog_prune_paths(question, texts, strategy="fuzzy", indicator=cot, embedder=self.embedder,
                                              width=self.p["max_width"])
                 found += [paths[i] for i in keep]
-        return await self.prune(question, graph, _unique(found), analysis.indicator or question, analysis, order)
+        return await self.prune(question, graph, unique_paths(found), analysis.indicator or question, analysis, order)
 
     async def locate(self, graph: Graph, name: str, *, exclude: Iterable[int] = (), threshold: float = 0.8) -> int | None:
         """The G_q node named `name`: exact (case-insensitive) label, else the most similar label ≥ threshold (SBERT)."""
@@ -681,7 +681,7 @@ class PoG(Method):
         exact = [i for i, label in zip(named, labels) if label.lower() == name.strip().lower()]
         if exact:
             return exact[0]
-        sims = await (self.embedder or _default()).similarity(name, labels)
+        sims = await self.embedder.similarity(name, labels)
         best = max(range(len(sims)), key=lambda k: sims[k])
         return named[best] if sims[best] >= threshold else None
 
@@ -725,7 +725,8 @@ def _graft(graph: Graph, more: MergedGraph) -> None:
         graph.adj[new.object].append((index, new.subject, False))
 
 
-def _unique(paths: Iterable[ClusteredPath]) -> list[ClusteredPath]:
+def unique_paths(paths: Iterable[ClusteredPath]) -> list[ClusteredPath]:
+    """The paths once each (by `ClusteredPath.key`), first occurrence first."""
     seen: dict[tuple, ClusteredPath] = {}
     for p in paths:
         seen.setdefault(p.key(), p)
@@ -737,9 +738,3 @@ def _first_line(text: str) -> str:
         if line.strip():
             return line.strip()[:200]
     return ""
-
-
-def _default():
-    from ..toolbox.embeddings import default_embedder
-
-    return default_embedder()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ...cache.costs import charge
-from ...endpoints.client import _first_line
+from ...endpoints.client import first_line
 from ...sparql.errors import EndpointError, LLMError
 
 # Temperatures the papers use: ToG/PoG/HydraRAG explore at 0.4 and reason (prune paths, judge
@@ -168,7 +168,7 @@ class AnthropicLLM(LLM):
             raise LLMError("Anthropic rejected the API key (HTTP 401): check ANTHROPIC_API_KEY") from None
         except sdk.APIStatusError as exc:
             raise LLMError(f"Anthropic API answered HTTP {exc.status_code} for model {self.model}: "
-                           f"{_first_line(str(exc.message))}; check the model name and request size") from None
+                           f"{first_line(str(exc.message))}; check the model name and request size") from None
         except sdk.APIConnectionError as exc:
             raise LLMError(f"cannot reach the Anthropic API ({exc.__class__.__name__}): check the network or ANTHROPIC_BASE_URL") from None
         text = "".join(getattr(block, "text", "") for block in message.content if getattr(block, "type", "") == "text")
@@ -251,7 +251,7 @@ class OpenAICompatibleLLM(LLM):
             text = reply["choices"][0]["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
             raise LLMError(f"{self.base_url}/chat/completions answered without choices[0].message: "
-                           f"{_first_line(json.dumps(reply))}") from None
+                           f"{first_line(json.dumps(reply))}") from None
         usage = reply.get("usage") or {}
         return Completion(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
 
@@ -404,7 +404,7 @@ def _error_message(body: str) -> str:
         error = doc.get("error", doc) if isinstance(doc, dict) else doc
         message = error.get("message") if isinstance(error, dict) else error
         if message:
-            return _first_line(str(message))
+            return first_line(str(message))
     except ValueError:
         pass
-    return _first_line(body)
+    return first_line(body)
