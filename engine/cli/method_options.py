@@ -17,8 +17,8 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
                         help="anthropic[:MODEL] | openai:URL[#MODEL] | replay:DIR | record:DIR:SPEC | none (default: none, LLM-free)")
     parser.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                         help="method parameter, repeatable (values parsed as JSON when they can be: width=3, pruning=bm25)")
-    parser.add_argument("--width", type=int, help="beam width (method parameter width)")
-    parser.add_argument("--depth", type=int, help="maximum depth (method parameter depth)")
+    parser.add_argument("--width", type=int, help="beam width (the method's own name: ToG/ToG-2/INSES width, PoG/HydraRAG max_width, PRoH beam)")
+    parser.add_argument("--depth", type=int, help="maximum depth (ToG/ToG-2 depth, PoG/HydraRAG/PRoH max_depth, INSES max_iter)")
     parser.add_argument("--text", metavar="SOURCE", help="text source for methods that read passages: file:PATH.jsonl | wikipedia | demo")
 
 

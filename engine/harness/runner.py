@@ -131,6 +131,8 @@ class Runtime:
         from ..toolbox.llm import make_llm
 
         cls = method_class(self.spec.method)
+        if hasattr(cls, "resolve"):  # a misspelt --param fails before any KG, LLM or model is opened
+            cls.resolve(self.spec.params)
         if self.spec.llm == "none":
             from ..toolbox.embeddings import missing_extra
 
