@@ -11,7 +11,7 @@ from kgfed.cache.costs import track
 from kgfed.engine.toolbox import prompts as P
 from kgfed.engine.toolbox.llm import (
     ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE, AnthropicLLM, Completion, NoLLM,
-    OpenAICompatibleLLM, ReplayLLM, Usage, make_llm, prompt_key,
+    OpenAICompatibleLLM, ReplayLLM, Usage, ask, make_llm, prompt_key, prompt_limits,
 )
 from kgfed.sparql.errors import LLMError
 
@@ -293,6 +293,34 @@ async def test_record_then_replay_round_trip(openai_server, tmp_path):
     other = prompt_key("Is Guatemala in Central America?", system=P.TOG_SYSTEM, temperature=0.4)
     assert str(info.value) == (f"no recorded LLM reply for prompt {other} in {replies}: record it with "
                                f"--llm record:{replies}:<provider spec> (e.g. record:{replies}:anthropic)")
+
+
+async def test_ask_sends_cap_and_stop_and_reads_json_or_counts_a_fallback(openai_server):
+    """`ask` is the methods' one call: it passes max_tokens/stop through, charges the call, and in JSON mode a reply
+    without a JSON object gives {} and one parse fallback (the recorded reply is a ToG verdict in prose)."""
+    url, seen = openai_server
+    table = {"answer": (120, ("\nQ:",))}
+    async with OpenAICompatibleLLM(url, "Qwen2-7B-Instruct") as llm:
+        with track() as cost:
+            text = await ask(llm, "Is Guatemala in Central America?", temperature=0,
+                             **prompt_limits("answer", table, enabled=True, max_tokens=256))
+            value = await ask(llm, "Is Guatemala in Central America?", temperature=0, json_mode=True,
+                              **prompt_limits("answer", table, enabled=False, max_tokens=256))
+    assert P.extract_answer(text) == "Guatemala" and value == {}
+    assert (seen[0]["body"]["max_tokens"], seen[0]["body"]["stop"]) == (120, ["\nQ:"])
+    assert seen[1]["body"]["max_tokens"] == 256 and "stop" not in seen[1]["body"]  # off: as the papers' code sends
+    assert (cost["llm_calls"], cost["input_tokens"], cost["parse_fallbacks"]) == (2, 1824, 1)
+
+
+@pytest.mark.parametrize("reply,expected", [
+    ('```json\n{"selection": "1, 3", "determination": "sufficient"}\n```', {"selection": "1, 3", "determination": "sufficient"}),
+    ('Here it is: {"answers": ["Guatemala"]} and more text', {"answers": ["Guatemala"]}),
+    ('{"reasoning": "The triplets say \\"Guatemala\\" is in it", "answer": "Guate', {"reasoning": 'The triplets say "Guatemala" is in it'}),
+    ('{"1": 0.9, "2": 0.1, "3": 0.', {"1": 0.9, "2": 0.1}),
+    ("Guatemala", None), ('{"reasoning": "cut before any field ended', None),
+])
+def test_json_object_reads_fenced_embedded_and_truncated_replies(reply, expected):
+    assert P.json_object(reply) == expected
 
 
 def test_prompt_key_ignores_model_but_not_system_or_temperature():

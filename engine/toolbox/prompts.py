@@ -467,7 +467,7 @@ def _json_values(text: str) -> list:
     return found
 
 
-_JSON_FIELD = re.compile(r'"([A-Za-z_][\w ]*)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false|null|\[[^\[\]]*\])')
+_JSON_FIELD = re.compile(r'"([^"\\]{1,60})"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false|null|\[[^\[\]]*\])(?=\s*[,}\]])')
 
 
 def json_object(text: str) -> dict | None:
