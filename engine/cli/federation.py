@@ -141,7 +141,7 @@ async def cmd_expand(args: argparse.Namespace) -> int:
             raise KgfedError(f"cannot write {path}: directory {path.parent} does not exist")
     kgs = open_kgs(args)
     try:
-        with _progress() as report:
+        with ProgressBar() as report:
             merged = await expand(args.topics, kgs, args.hops, args.width or None, limit=args.limit or None,
                                   aligner=make_aligner(args, kgs), direction=args.direction, progress=report)
             if args.align_relations is not None:
@@ -205,7 +205,7 @@ def _name(node) -> str:
     return f"{node.label} [{ids}]" if node.label else ids
 
 
-class _progress:
+class ProgressBar:
     """A rich progress bar on stderr (silent when stderr is not a terminal)."""
 
     def __enter__(self):

@@ -171,11 +171,11 @@ def _is_entity(kg, short_id: str) -> bool:
 async def cmd_gold(args: argparse.Namespace) -> int:
     from ...endpoints.profiles import with_default_graph
     from .app import emit, open_kg
-    from .federation import _progress
+    from .federation import ProgressBar
 
     questions = gold_questions(args.questions, args.limit)
     reports = []
-    with _progress() as progress:
+    with ProgressBar() as progress:
         for spec in args.endpoint:
             async with open_kg(args, spec=with_default_graph(spec, args.graph), dialect=args.dialect) as kg:
                 rewrite = {"yes": True, "no": False}.get(args.rewrite)
