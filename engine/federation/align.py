@@ -39,6 +39,7 @@ from ...sparql.dialects import FreebaseDialect, WikidataDialect
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from ..kg.facade import KG, _chunks
 from ..kg.model import Label
+from .matching import best_matches, cosine_matrix
 
 METHODS: tuple[str, ...] = ("p646", "label", "sbert")
 RANK = {"id": 0, "p646": 0, "label": 1, "sbert": 2}  # merge order: identifiers first
@@ -335,8 +336,8 @@ class Aligner:
         columns = [c for c in columns if theirs[c].label]
         if not rows or not columns:  # a shared name is resolved by descriptions or not at all
             return {}
-        vectors = await self._embed([_describe(mine[i], describe) for i in rows] + [_describe(theirs[c], describe) for c in columns])
-        scores = np.asarray(vectors[:len(rows)]) @ np.asarray(vectors[len(rows):]).T
+        scores = await cosine_matrix(self._embedder(), [_describe(mine[i], describe) for i in rows],
+                                     [_describe(theirs[c], describe) for c in columns])
         index = {c: k for k, c in enumerate(columns)}
         allowed = np.zeros(scores.shape, dtype=bool)
         for r, entity in enumerate(rows):
@@ -355,37 +356,8 @@ class Aligner:
             self.embedder = default_embedder()
         return self.embedder
 
-    async def _embed(self, texts: list[str]):
-        return await self._embedder().encode(texts)
-
 
 _EXAMPLES = {FreebaseDialect: "a mid like m.0d3k14", WikidataDialect: "an item id like Q42"}
-
-
-def best_matches(scores, threshold: float, margin: float, *, mutual: bool) -> list[tuple[int, int, float]]:
-    """(row, column, score) for each row whose best column reaches `threshold` and leads the row's
-    runner-up by `margin`; with `mutual`, the row must also be its column's clear winner. `-inf` = not a candidate."""
-    import numpy as np
-
-    scores = np.asarray(scores, dtype=float)
-    if scores.size == 0:
-        return []
-
-    def clear(values, best: int) -> bool:
-        top = values[best]
-        rest = np.delete(values, best)
-        rest = rest[np.isfinite(rest)]
-        return bool(top >= threshold and (rest.size == 0 or top - rest.max() >= margin))
-
-    out = []
-    for r in range(scores.shape[0]):
-        c = int(np.argmax(scores[r]))
-        if not np.isfinite(scores[r, c]) or not clear(scores[r], c):
-            continue
-        if mutual and (int(np.argmax(scores[:, c])) != r or not clear(scores[:, c], r)):
-            continue
-        out.append((r, c, float(scores[r, c])))
-    return out
 
 
 def _same(label: str | None, text: str) -> bool:

@@ -30,6 +30,7 @@ from ...sparql import terms
 from ...sparql.dialects import COMPOUND_SEP, P, PS, RDFS_LABEL, WIKIBASE, WikidataDialect
 from ...sparql.errors import InvalidIdentifier
 from .align import Aligner
+from .matching import cosine_matrix
 from ..kg.facade import KG
 from ..kg.model import Edge
 from .subgraph import Link, MergedGraph, Node, expand
@@ -428,8 +429,7 @@ async def add_synonyms(hg: Hypergraph, *, embedder: Any = None, threshold: float
     chosen = [n for n in (range(len(hg.nodes)) if nodes is None else dict.fromkeys(nodes)) if hg.nodes[n].label]
     if len(chosen) < 2:
         return []
-    vectors = np.asarray(await embedder.encode([hg.text(n) for n in chosen]))
-    sims = vectors @ vectors.T
+    sims = await cosine_matrix(embedder, [hg.text(n) for n in chosen])
     graph = nx.Graph()
     rows, cols = np.nonzero(np.triu(sims >= threshold, k=1))
     graph.add_edges_from((chosen[r], chosen[c]) for r, c in zip(rows, cols))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..federation.hypergraph import Hypergraph, describe, grow
+from ..federation.matching import best_matches, cosine_matrix
 from ..toolbox.llm import ANSWER_TEMPERATURE
 from .base import Result, Topics
 from .hypergraph_method import JSON_STOP, HypergraphMethod, numbers
@@ -236,14 +237,33 @@ async def similar_nodes(hg: Hypergraph, kgs: Mapping[str, Any], nodes: Sequence[
     one KG, and a name no other entity of either KG holds. A winner that leads the runner-up by less
     than `margin` is refused (two equally similar entities: no link).
     """
-    import asyncio
-
     import numpy as np
 
-    exclude = exclude or set()
     nodes = [n for n in dict.fromkeys(nodes) if hg.nodes[n].label]
     if not nodes:
         return {}
+    await _add_namesakes(hg, kgs, nodes)
+    pool = [n for n in range(len(hg.nodes)) if hg.nodes[n].label and n not in (exclude or ())]
+    sims = await cosine_matrix(embedder, [hg.label(n) for n in nodes], [hg.label(n) for n in pool])
+    close = {(i, j) for i, j in zip(*np.nonzero(sims >= threshold - margin)) if nodes[i] != pool[j]}
+    await describe(hg, kgs, list(nodes) + [pool[j] for _, j in close])
+    both = [(i, j) for i, j in close if hg.descriptions.get(nodes[i]) and hg.descriptions.get(pool[j])]
+    if both:  # label + description on both sides: the pair is scored on those texts instead
+        vec = np.asarray(await embedder.encode([hg.text(nodes[i]) for i, _ in both] + [hg.text(pool[j]) for _, j in both]))
+        for k, (i, j) in enumerate(both):
+            sims[i, j] = float(vec[k] @ vec[len(both) + k])
+    unambiguous = _label_guard(hg)
+    candidates = np.full(sims.shape, -np.inf)
+    for i, j in close:
+        if unambiguous(nodes[i], pool[j]):
+            candidates[i, j] = sims[i, j]
+    return {nodes[r]: (pool[c], score) for r, c, score in best_matches(candidates, threshold, margin, mutual=False)}
+
+
+async def _add_namesakes(hg: Hypergraph, kgs: Mapping[str, Any], nodes: Sequence[int]) -> None:
+    """Every entity of every KG carrying one of the nodes' labels (one batched lookup per KG) joins `hg`."""
+    import asyncio
+
     labels = list(dict.fromkeys(hg.label(n) for n in nodes))
     names = list(kgs)
     found = await asyncio.gather(*(kgs[k].match_labels(labels) for k in names))
@@ -251,39 +271,25 @@ async def similar_nodes(hg: Hypergraph, kgs: Mapping[str, Any], nodes: Sequence[
         for bucket in hits.values():
             for hit in bucket:
                 hg.add_node({name: hit.id}, hit.label)
-    pool = [n for n in range(len(hg.nodes)) if hg.nodes[n].label and n not in exclude]
-    vectors = np.asarray(await embedder.encode([hg.label(n) for n in nodes] + [hg.label(n) for n in pool]))
-    sims = vectors[:len(nodes)] @ vectors[len(nodes):].T
-    close = {(i, j) for i, j in zip(*np.nonzero(sims >= threshold - margin)) if nodes[i] != pool[j]}
-    await describe(hg, kgs, list(nodes) + [pool[j] for _, j in close])
-    both = [(i, j) for i, j in close if hg.descriptions.get(nodes[i]) and hg.descriptions.get(pool[j])]
-    if both:
-        texts = [hg.text(nodes[i]) for i, _ in both] + [hg.text(pool[j]) for _, j in both]
-        vec = np.asarray(await embedder.encode(texts))
-        for k, (i, j) in enumerate(both):
-            sims[i, j] = float(vec[k] @ vec[len(both) + k])
-    # a label-only match (a side without description) must be unambiguous: never two ids of one KG (a KG
-    # gives two things two ids), and the name held by no other entity of either KG
+
+
+def _label_guard(hg: Hypergraph):
+    """kgfed's label-ambiguity guard: `(u, v) -> bool`. A pair with descriptions on both sides passes; a
+    label-only pair must be unambiguous: never two ids of one KG (a KG gives two things two ids), and
+    each name held by no other entity of either KG."""
     holders: dict[tuple[str, str], set[int]] = {}
     for n in range(len(hg.nodes)):
         if hg.nodes[n].label:
             for kg in hg.nodes[n].ids:
                 holders.setdefault((kg, hg.label(n).strip().casefold()), set()).add(n)
 
-    def clear(u: int, v: int) -> bool:
+    def unambiguous(u: int, v: int) -> bool:
         if hg.descriptions.get(u) and hg.descriptions.get(v):
             return True
         if set(hg.nodes[u].ids) & set(hg.nodes[v].ids):
             return False
         return all(len(holders.get((kg, hg.label(n).strip().casefold()), ())) <= 1 for n in (u, v) for kg in hg.nodes[n].ids)
-
-    out = {}
-    for i, u in enumerate(nodes):
-        row = [(float(sims[i, j]), pool[j]) for j in range(len(pool)) if (i, j) in close and clear(u, pool[j])]
-        row.sort(reverse=True)
-        if row and row[0][0] >= threshold and (len(row) == 1 or row[0][0] - row[1][0] >= margin):
-            out[u] = (row[0][1], row[0][0])
-    return out
+    return unambiguous
 
 
 class INSES(HypergraphMethod):

@@ -38,6 +38,7 @@ from ..toolbox.prompts import (
     QuestionAnalysis, extract_answer, parse_question_analysis, parse_sufficient, pog_question_analysis_prompt,
 )
 from ..toolbox.pruning import POG_STRATEGIES, pog_prune_paths, relation_text, score_paths
+from ..federation.matching import best_matches
 from ..federation.subgraph import MergedGraph, expand
 from .base import Method, Param, Result, Topics
 
@@ -682,8 +683,8 @@ class PoG(Method):
         if exact:
             return exact[0]
         sims = await self.embedder.similarity(name, labels)
-        best = max(range(len(sims)), key=lambda k: sims[k])
-        return named[best] if sims[best] >= threshold else None
+        found = best_matches([sims], threshold, 0.0, mutual=False)  # the most similar label, when it reaches threshold
+        return named[found[0][1]] if found else None
 
     async def _expand_once(self, graph: Graph, paths: Sequence[ClusteredPath]) -> list[ClusteredPath]:
         """1-hop neighbours (from the KGs, beyond G_q when needed) of each path's last set, merged into the paths."""
