@@ -247,17 +247,24 @@ async def similar_nodes(hg: Hypergraph, kgs: Mapping[str, Any], nodes: Sequence[
     sims = await cosine_matrix(embedder, [hg.label(n) for n in nodes], [hg.label(n) for n in pool])
     close = {(i, j) for i, j in zip(*np.nonzero(sims >= threshold - margin)) if nodes[i] != pool[j]}
     await describe(hg, kgs, list(nodes) + [pool[j] for _, j in close])
-    both = [(i, j) for i, j in close if hg.descriptions.get(nodes[i]) and hg.descriptions.get(pool[j])]
-    if both:  # label + description on both sides: the pair is scored on those texts instead
-        vec = np.asarray(await embedder.encode([hg.text(nodes[i]) for i, _ in both] + [hg.text(pool[j]) for _, j in both]))
-        for k, (i, j) in enumerate(both):
-            sims[i, j] = float(vec[k] @ vec[len(both) + k])
+    await _rescore_described(hg, embedder, sims, [(i, j, nodes[i], pool[j]) for i, j in close])
     unambiguous = _label_guard(hg)
     candidates = np.full(sims.shape, -np.inf)
     for i, j in close:
         if unambiguous(nodes[i], pool[j]):
             candidates[i, j] = sims[i, j]
     return {nodes[r]: (pool[c], score) for r, c, score in best_matches(candidates, threshold, margin, mutual=False)}
+
+
+async def _rescore_described(hg: Hypergraph, embedder: Any, sims, pairs: Sequence[tuple[int, int, int, int]]) -> None:
+    """Pairs (row, column, u, v) with a description on both sides are scored on label + description instead."""
+    import numpy as np
+
+    both = [(i, j, u, v) for i, j, u, v in pairs if hg.descriptions.get(u) and hg.descriptions.get(v)]
+    if both:
+        vec = np.asarray(await embedder.encode([hg.text(u) for *_, u, _ in both] + [hg.text(v) for *_, v in both]))
+        for k, (i, j, _, _) in enumerate(both):
+            sims[i, j] = float(vec[k] @ vec[len(both) + k])
 
 
 async def _add_namesakes(hg: Hypergraph, kgs: Mapping[str, Any], nodes: Sequence[int]) -> None:
