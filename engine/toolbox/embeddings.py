@@ -17,6 +17,7 @@ too, so Ctrl-C ends the process at once instead of waiting for an import to fini
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import threading
 import time
@@ -50,7 +51,6 @@ MEMO_LIMIT = 50_000  # vectors kept in process per Embedder (about 75 MB); the m
 # and optimises each tuple key), when the store holds at most MEMO_LIMIT vectors.
 BULK_AFTER = 256
 _models: dict[str, object] = {}
-_default: "Embedder | None" = None
 EXTRA_HINT = ("pip install torch==2.13.0 (the CPU wheel) then pip install -c requirements.lock -e '.[embeddings]'")
 # Called with True when a model load starts and False when it ends (the CLI's spinner); None: quiet.
 on_loading: "Callable[[bool], None] | None" = None
@@ -362,10 +362,8 @@ class Embedder:
         self._cache = None
 
 
+@functools.cache
 def default_embedder() -> Embedder:
-    """One shared `Embedder` per process over the default cache directory."""
-    global _default
-    with _load_lock:
-        if _default is None:
-            _default = Embedder()
-        return _default
+    """One shared `Embedder` per process over the default cache directory (made on first call; cheap: the
+    model loads on first encode)."""
+    return Embedder()
