@@ -8,15 +8,22 @@ same variable names so that one parser serves both dialects:
 - neighbours: `?e`, `?r`, `?r2` (compound only), `?x` (the far end), `?xlabel`, `?via` (the CVT node)
 - labels: `?id`, `?label`, `?desc`, `?alias`
 - search: `?id`, `?label`, `?desc`
+
+What a dialect can do is asked, never inferred from its type or name: `relation_labels`,
+`compound_relations`/`is_cvt`, `live`, `id_rank`, `id_example`/`id_forms`, and the optional templates of
+`capabilities` (`sitelinks`, `qualifiers`, `links`: the cross-KG id property, Wikidata's P646 ↔ Freebase
+mid) through `supports(capability)` / `require(capability, kg)`, which raises a one-line `Unsupported`.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal as TypingLiteral
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal as TypingLiteral
 
 from . import terms
-from .errors import InvalidIdentifier
+from .errors import InvalidIdentifier, Unsupported
 
 Direction = TypingLiteral["out", "in"]
 DIRECTIONS: tuple[Direction, ...] = ("out", "in")
@@ -26,6 +33,14 @@ SEARCH_MODES: tuple[str, ...] = ("exact", "contains", "mwapi")
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 OWL_SAMEAS = "http://www.w3.org/2002/07/owl#sameAs"
 COMPOUND_SEP = "|"
+QUALIFIER_BATCH = 200  # (entity, property) pairs per qualifiers query: a hop's pairs in one query, POSTed
+
+# capability -> (what it is, how to get it), for `Dialect.require`'s one-line error
+CAPABILITIES: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "sitelinks": ("Wikipedia sitelinks", "use a Wikidata-dialect KG (--endpoint wikidata or a Wikidata file)"),
+    "qualifiers": ("statement qualifiers", "use a Wikidata-dialect KG (--endpoint wikidata or a Wikidata file)"),
+    "links": ("cross-KG id links (P646 Freebase ids)", "use a Wikidata-dialect KG (--endpoint wikidata or a Wikidata file)"),
+})
 
 
 def check_direction(direction: str) -> Direction:
@@ -65,6 +80,108 @@ class Dialect:
     search_mode: SearchMode = "exact"
     relation_filter: RelationFilter = field(default=NO_FILTER)
 
+    # ---- capabilities: what engine code asks instead of testing the dialect's type or name ------------
+    #: optional templates (keys of `CAPABILITIES`): "sitelinks", "qualifiers", "links"
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+    #: relation ids are opaque (`P19`) and read through their labels, so prompts show the labels (ToG's
+    #: Wikidata prompt style) and merged graphs fetch them; False: the id reads (`people.person.nationality`)
+    relation_labels: ClassVar[bool] = False
+    #: nameless mediator (CVT) nodes, crossed by compound relations `r1|r2` (Freebase)
+    compound_relations: ClassVar[bool] = False
+    #: the data changes, so a live public endpoint's answers age; False for a frozen dump (Freebase)
+    live: ClassVar[bool] = False
+    #: the property holding an entity's id in another dialect: {other dialect's name: property}
+    id_links: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    #: id forms for messages: one example, and the whole description
+    id_example: ClassVar[str] = ""
+    id_forms: ClassVar[str] = ""
+
+    def supports(self, capability: str) -> bool:
+        """Whether this dialect has the optional templates of `capability` (see `CAPABILITIES`)."""
+        if capability not in CAPABILITIES:
+            raise InvalidIdentifier(f"unknown capability {capability!r}: use one of {', '.join(CAPABILITIES)}")
+        return capability in self.capabilities
+
+    def require(self, capability: str, kg: str | None = None) -> None:
+        """Raise a one-line `Unsupported` naming the KG, the capability and the fix when it is missing."""
+        if not self.supports(capability):
+            what, fix = CAPABILITIES[capability]
+            raise Unsupported(f"KG {kg or self.name!r} ({self.name} dialect) has no {what}: {fix}")
+
+    def links_to(self, other: "Dialect") -> bool:
+        """Whether this dialect's entities carry their ids in `other` (Wikidata → Freebase through P646)."""
+        return other.name in self.id_links and "links" in self.capabilities
+
+    def require_link(self, other: "Dialect", kg: str | None = None) -> None:
+        """`require("links")`, and a link to `other` in particular (one-line `Unsupported` otherwise)."""
+        self.require("links", kg)
+        if not self.links_to(other):
+            raise Unsupported(f"KG {kg or self.name!r} ({self.name} dialect) holds no {other.name} ids: it links only "
+                              f"{', '.join(self.id_links)}; align through labels instead")
+
+    # ---- optional templates: a dialect with the capability overrides them ------------------------
+    def sitelinks(self, entities: Sequence[str]) -> str:
+        """The Wikipedia article (`?id ?article ?title`) of each entity (capability "sitelinks")."""
+        self.require("sitelinks")
+        raise NotImplementedError  # pragma: no cover
+
+    def qualifiers_many(self, pairs: Sequence[tuple[str, str]]) -> str:
+        """Statements of (entity, property) pairs with qualifiers (capability "qualifiers")."""
+        self.require("qualifiers")
+        raise NotImplementedError  # pragma: no cover
+
+    def qualifier_probe(self) -> str:
+        """A one-row query: does the store hold qualifiers at all (capability "qualifiers")."""
+        self.require("qualifiers")
+        raise NotImplementedError  # pragma: no cover
+
+    def property_of(self, iri: str) -> str:
+        """The property id of a statement-property IRI bound to `?p` by `qualifiers_many`."""
+        self.require("qualifiers")
+        raise NotImplementedError  # pragma: no cover
+
+    def linked_ids(self, entities: Sequence[str], other: "Dialect") -> str:
+        """`?id` → `?fb`: the ids in `other` that entities carry (capability "links")."""
+        self.require_link(other)
+        raise NotImplementedError  # pragma: no cover
+
+    def by_linked_ids(self, ids: Sequence[str], other: "Dialect") -> str:
+        """`?fb` → `?id`: the entities citing `other`'s ids (capability "links")."""
+        self.require_link(other)
+        raise NotImplementedError  # pragma: no cover
+
+    def is_cvt(self, ident: str, label: str | None) -> bool:
+        """A mediator (CVT) node: a synthetic CVT id (`m.cvt_…`) or a nameless node, in a dialect with CVTs."""
+        return self.compound_relations and (self.cvt_id(ident) or not label)
+
+    def cvt_id(self, ident: str) -> bool:
+        """Whether the id alone says CVT (a fixture's synthetic `m.cvt_…`)."""
+        return False
+
+    def id_rank(self, ident: str) -> tuple[int, Any]:
+        """Sort key preferring the older (smaller) id: a cheap popularity prior for ambiguous labels."""
+        return (0, ident)
+
+    def is_item(self, ident: Any) -> bool:
+        """Whether `ident` is an entity id that can have a page (every entity here; Wikidata: `Q…` only)."""
+        return self.is_entity(ident)
+
+    def is_entity(self, ident: Any) -> bool:
+        """Whether `ident` is a valid entity id of this dialect (no exception)."""
+        try:
+            self.check_entity(ident)
+        except InvalidIdentifier:
+            return False
+        return True
+
+    def external_form(self, ident: str) -> str:  # pragma: no cover - overridden where ids are cited
+        """How other KGs cite this dialect's id (Freebase `m.0abc` as `/m/0abc` in Wikidata's P646)."""
+        return ident
+
+    def from_external_form(self, value: str) -> str | None:
+        """The id of a citation in `external_form`; None when it is not a valid id here."""
+        return value if self.is_entity(value) else None
+
     # ---- identifiers -------------------------------------------------------------------------
     def entity(self, short_id: str) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -73,6 +190,9 @@ class Dialect:
         raise NotImplementedError
 
     def short(self, iri: str) -> str | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def relations(self, entities: Sequence[str], direction: Direction, *, expand_cvt: bool = False) -> str:  # pragma: no cover
         raise NotImplementedError
 
     def check_entity(self, short_id: str) -> str:
@@ -198,6 +318,22 @@ class WikidataDialect(Dialect):
 
     name: str = "wikidata"
     wiki: str = "https://en.wikipedia.org/"
+    capabilities: ClassVar[frozenset[str]] = frozenset({"sitelinks", "qualifiers", "links"})
+    relation_labels: ClassVar[bool] = True
+    live: ClassVar[bool] = True
+    id_links: ClassVar[Mapping[str, str]] = MappingProxyType({"freebase": "P646"})
+    id_example: ClassVar[str] = "Q42 / P69"
+    id_forms: ClassVar[str] = "Q42 entities, P69 properties"
+
+    def id_rank(self, ident: str) -> tuple[int, Any]:
+        """Smaller Q/P numbers first (older, usually better-known items), then anything else by text."""
+        if ident[:1] in "QP" and ident[1:].isdigit():
+            return (0, int(ident[1:]))
+        return (1, ident)
+
+    def is_item(self, ident: Any) -> bool:
+        """Whether `ident` is an item id (`Q42`): the entities that have pages."""
+        return isinstance(ident, str) and bool(terms.WIKIDATA_ID.fullmatch(ident)) and ident.startswith("Q")
 
     def entity(self, short_id: str) -> str:
         return f"<{WD}{terms.wikidata_id(short_id)}>"
@@ -212,8 +348,8 @@ class WikidataDialect(Dialect):
                 return local if terms.WIKIDATA_ID.fullmatch(local) else None
         return None
 
-    def relations(self, entities: Sequence[str], direction: Direction) -> str:
-        """Direct-claim properties of each entity (out: entity is subject; in: object), with labels."""
+    def relations(self, entities: Sequence[str], direction: Direction, *, expand_cvt: bool = False) -> str:
+        """Direct-claim properties of each entity (out: entity is subject; in: object), with labels (no CVTs)."""
         check_direction(direction)
         values = " ".join(self.entity(e) for e in _unique(entities))
         edge = "?e ?r ?x ." if direction == "out" else "?x ?r ?e ."
@@ -233,6 +369,31 @@ class WikidataDialect(Dialect):
             f"    OPTIONAL {{ ?q <{RDFS_LABEL}> ?qlabel . {self._lang_filter('qlabel')} }} }}\n}}"
         )
 
+    def qualifiers_many(self, pairs: Sequence[tuple[str, str]]) -> str:
+        """Statements of many (entity, property) pairs in one query: `VALUES (?e ?p ?ps)`, then the
+        `qualifiers` pattern (value and its label, each qualifier with its property label)."""
+        rows = []
+        for entity, prop in pairs:
+            pid = terms.wikidata_id(prop, "P")
+            rows.append(f"({self.entity(entity)} <{P}{pid}> <{PS}{pid}>)")
+        lang = terms.literal(self.lang)
+
+        def labelled(var: str) -> str:
+            return f'?{var} <{RDFS_LABEL}> ?{var}label . FILTER(LANG(?{var}label) = "" || LANGMATCHES(LANG(?{var}label), {lang}))'
+
+        return (
+            f"SELECT ?e ?p ?st ?x ?xlabel ?q ?qlabel ?qv WHERE {{\n  VALUES (?e ?p ?ps) {{ {' '.join(rows)} }}\n"
+            f"  ?e ?p ?st .\n  ?st ?ps ?x .\n  OPTIONAL {{ {labelled('x')} }}\n"
+            f"  OPTIONAL {{ ?st ?pq ?qv . ?q <{WIKIBASE}qualifier> ?pq .\n    OPTIONAL {{ {labelled('q')} }} }}\n}}"
+        )
+
+    def qualifier_probe(self) -> str:
+        return f"SELECT ?p WHERE {{ ?p <{WIKIBASE}qualifier> ?q }} LIMIT 1"
+
+    def property_of(self, iri: str) -> str:
+        """The property id of a `p:` IRI (as the qualifiers template binds `?p`)."""
+        return iri.rsplit("/", 1)[-1]
+
     def sitelinks(self, entities: Sequence[str]) -> str:
         """The Wikipedia article (IRI and title) of each entity on this dialect's wiki."""
         values = " ".join(self.entity(e) for e in _unique(entities))
@@ -243,15 +404,29 @@ class WikidataDialect(Dialect):
             f"           <http://schema.org/name> ?title .\n}}"
         )
 
+    def linked_ids(self, entities: Sequence[str], other: Dialect) -> str:
+        """The ids in `other` that entities carry (`?id` → `?fb`, the cited form: P646's "/m/0abc")."""
+        prop = self._link_property(other)
+        values = " ".join(self.entity(e) for e in _unique(entities))
+        return f"SELECT ?id ?fb WHERE {{\n  VALUES ?id {{ {values} }}\n  ?id <{WDT}{prop}> ?fb .\n}}"
+
+    def by_linked_ids(self, ids: Sequence[str], other: Dialect) -> str:
+        """Entities citing one of `other`'s ids (`?fb`, as P646 stores them) → `?id`."""
+        prop = self._link_property(other)
+        values = " ".join(terms.literal(other.external_form(other.check_entity(i))) for i in _unique(ids))
+        return f"SELECT ?id ?fb WHERE {{\n  VALUES ?fb {{ {values} }}\n  ?id <{WDT}{prop}> ?fb .\n}}"
+
+    def _link_property(self, other: Dialect) -> str:
+        self.require_link(other)
+        return self.id_links[other.name]
+
     def freebase_ids(self, entities: Sequence[str]) -> str:
         """Freebase IDs (P646, stored as "/m/0abc") of Wikidata entities."""
-        values = " ".join(self.entity(e) for e in _unique(entities))
-        return f"SELECT ?id ?fb WHERE {{\n  VALUES ?id {{ {values} }}\n  ?id <{WDT}P646> ?fb .\n}}"
+        return self.linked_ids(entities, FREEBASE)
 
     def by_freebase_ids(self, mids: Sequence[str]) -> str:
         """Wikidata entities whose P646 is one of the given Freebase mids (m.0abc)."""
-        values = " ".join(terms.literal("/" + terms.freebase_mid(m).replace(".", "/", 1)) for m in _unique(mids))
-        return f"SELECT ?id ?fb WHERE {{\n  VALUES ?fb {{ {values} }}\n  ?id <{WDT}P646> ?fb .\n}}"
+        return self.by_linked_ids(mids, FREEBASE)
 
     def _service_search(self, text: str) -> str:
         # WDQS's MediaWiki API service: fuzzy, ranked entity search (live Wikidata only).
@@ -267,6 +442,7 @@ class WikidataDialect(Dialect):
 
 # ------------------------------------------------------------------------------------------------
 NS = "http://rdf.freebase.com/ns/"
+_CITED_MID = re.compile(r"^/([mg])/([0-9a-z_]+)$")
 TOG_RELATION_FILTER = RelationFilter(
     # ToG's abandon_rels: type.object.type, type.object.name, common.*, freebase.*, *sameAs*;
     # kgfed adds the other bookkeeping namespaces of the dump (kg.*, dataworld.*, type.*, user.*).
@@ -282,6 +458,9 @@ class FreebaseDialect(Dialect):
 
     name: str = "freebase"
     relation_filter: RelationFilter = field(default=TOG_RELATION_FILTER)
+    compound_relations: ClassVar[bool] = True
+    id_example: ClassVar[str] = "m.0abc"
+    id_forms: ClassVar[str] = "m.0abc / g.11x entities, relations like people.person.nationality or r1|r2 through a CVT"
     label_predicate = f"<{NS}type.object.name>"
     description_predicate = f"<{NS}common.topic.description>"
     alias_predicate = f"<{NS}common.topic.alias>"
@@ -294,6 +473,25 @@ class FreebaseDialect(Dialect):
 
     def short(self, iri: str) -> str | None:
         return iri[len(NS):] if iri.startswith(NS) else None
+
+    def cvt_id(self, ident: str) -> bool:
+        return ident.startswith("m.cvt_")
+
+    def id_rank(self, ident: str) -> tuple[int, Any]:
+        """m. mids (topics) before g. ids, then by text."""
+        return (0 if ident.startswith("m.") else 1, ident)
+
+    def external_form(self, ident: str) -> str:
+        """`m.0abc` → `/m/0abc`, as Wikidata's P646 cites it."""
+        return "/" + terms.freebase_mid(ident).replace(".", "/", 1)
+
+    def from_external_form(self, value: str) -> str | None:
+        """`/m/0abc` → `m.0abc`; None for anything that is not a valid mid."""
+        match = _CITED_MID.match(value.strip()) if isinstance(value, str) else None
+        if not match:
+            return None
+        mid = f"{match.group(1)}.{match.group(2)}"
+        return mid if terms.FREEBASE_MID.match(mid) else None
 
     def relations(self, entities: Sequence[str], direction: Direction, *, expand_cvt: bool = True) -> str:
         """Relations of each entity; a relation into a nameless node (CVT) also yields `?r2`, its next hop."""
@@ -339,6 +537,12 @@ class FreebaseDialect(Dialect):
 WIKIDATA = WikidataDialect()
 FREEBASE = FreebaseDialect()
 _DIALECTS = {"wikidata": WIKIDATA, "freebase": FREEBASE}
+DIALECTS: tuple[Dialect, ...] = (FREEBASE, WIKIDATA)  # every dialect kgfed speaks
+
+
+def dialect_of(entity_id: str) -> Dialect | None:
+    """The dialect whose item `entity_id` is (`m.0abc` Freebase, `Q42` Wikidata), None for anything else."""
+    return next((d for d in DIALECTS if d.is_item(entity_id)), None)
 
 
 def get_dialect(name: str | Dialect) -> Dialect:

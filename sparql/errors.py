@@ -58,6 +58,11 @@ class InvalidQuery(KgfedError, ValueError):
     """A query or query argument kgfed refuses before sending it (not text, a lone surrogate, CONSTRUCT…)."""
 
 
+class Unsupported(KgfedError):
+    """A KG asked for something its dialect cannot answer (sitelinks or qualifiers of Freebase, …): the
+    message names the KG, the capability and the fix (use a KG of a dialect that has it)."""
+
+
 class Closed(KgfedError):
     """A KG or response cache used after `aclose()`/`close()`: open a new one."""
 

@@ -8,6 +8,11 @@ Batched forms (`relations_many`, `neighbors_many`, `labels`) put a whole beam in
 `batch_size` and run the blocks concurrently (structured: one failing block cancels its siblings);
 every query goes through the response cache, which checks each answer against the template's variables.
 
+What only some dialects hold is asked through the facade too, batched the same way: `sitelinks`
+(Wikipedia titles), `qualifiers` (statements with their qualifiers), `linked_ids`/`by_linked_ids` (the
+cross-KG id property: Wikidata's P646 ↔ Freebase mids). On a dialect without the capability they raise a
+one-line `Unsupported` naming the fix; `kg.supports(capability)` asks first.
+
 Every answer is right, flagged, or an error: lists come back as `Answer` (dicts as `AnswerMap`) with
 `.partial`; a partial server answer raises `PartialResult` unless the KG was opened with
 `partial="allow"`. Bad input raises `InvalidIdentifier` (a `KgfedError`) before any query is built,
@@ -20,16 +25,17 @@ import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import cast
 
 from ...cache.responses import CachedEndpoint, ResponseCache
 from ...endpoints.base import Endpoint
 from ...endpoints.client import DEFAULT_USER_AGENT, POLITE_HOSTS, HttpClient
 from ...endpoints.profiles import resolve_endpoint
 from ...sparql import terms
-from ...sparql.dialects import COMPOUND_SEP, DIRECTIONS, Dialect, FreebaseDialect, RelationFilter, WikidataDialect, check_direction
+from ...sparql.dialects import COMPOUND_SEP, DIRECTIONS, QUALIFIER_BATCH, Dialect, RelationFilter, SearchMode, check_direction
 from ...sparql.errors import Closed, InvalidIdentifier
 from ...sparql.results import SelectResult, Term
-from .model import Answer, AnswerMap, Edge, Hit, Label, Relation, mark
+from .model import Answer, AnswerMap, Edge, Hit, Label, Relation, Statement, mark
 
 Triple = tuple[str, str, str]  # (entity, relation, direction)
 LIVE_MAX_AGE = 7 * 86400.0  # default max-age of answers from a live public Wikidata endpoint (seconds)
@@ -44,7 +50,7 @@ def default_max_age(endpoint: Endpoint, dialect: Dialect) -> float | None:
         ages = [default_max_age(part, dialect) for part in parts]
         return min((a for a in ages if a is not None), default=None)
     url = getattr(endpoint, "url", None) or getattr(endpoint, "name", "")
-    if not isinstance(dialect, WikidataDialect) or not str(url).startswith(("http://", "https://")):
+    if not dialect.live or not str(url).startswith(("http://", "https://")):
         return None
     host = str(url).split("://", 1)[1]
     return None if host.startswith(_LOCAL_HOSTS) else LIVE_MAX_AGE
@@ -87,7 +93,7 @@ class KG:
             max_age = default_max_age(endpoint, self.dialect)
         self.endpoint = CachedEndpoint(endpoint, cache, offline=offline, max_age=max_age, refresh=refresh)
         self.batch_size = terms.positive_int(batch_size, "batch_size")
-        self.expand_cvt = expand_cvt and isinstance(dialect, FreebaseDialect)
+        self.expand_cvt = expand_cvt and dialect.compound_relations
         self._client = client  # owned: closed with the KG
         self._own_cache = own_cache  # made by KG.open: closed with the KG
         self._closed = False
@@ -95,6 +101,7 @@ class KG:
         self._queries: dict[tuple, str] = {}  # rendered templates by arguments
         self._shorts: dict[str, str] = {}  # IRI -> short id
         self._follow: dict[str, bool] = {}  # relation -> listed by relations() (filter and dialect allow it)
+        self._has_qualifiers: bool | None = None  # the store holds qualifier properties at all (probed once)
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -270,9 +277,7 @@ class KG:
         return True
 
     def _relations_query(self, batch: Sequence[str], direction: str) -> str:
-        if isinstance(self.dialect, FreebaseDialect):
-            return self.dialect.relations(batch, direction, expand_cvt=self.expand_cvt)
-        return self.dialect.relations(batch, direction)
+        return self.dialect.relations(batch, check_direction(direction), expand_cvt=self.expand_cvt)
 
     # -- neighbours ------------------------------------------------------------------------------
     async def neighbors(self, entity: str, relation: str, direction: str = "out", *, limit: int | None = None) -> Answer:
@@ -367,7 +372,7 @@ class KG:
         """Entities whose label or alias matches `text` (exact by default; `contains`; `mwapi` on WDQS)."""
         if mode == "mwapi" and self.dialect.search_mode != "mwapi":
             raise InvalidIdentifier(f"search mode 'mwapi' needs the Wikidata Query Service; KG {self.name!r} is not one: use exact or contains")
-        result = await self.select(self.dialect.search(text, limit, mode))  # type: ignore[arg-type]
+        result = await self.select(self.dialect.search(text, limit, cast("SearchMode | None", mode)))
         hits: dict[str, Hit] = {}
         for row in result.rows:
             if "id" not in row:
@@ -398,3 +403,99 @@ class KG:
             return self.dialect.check_entity(entity)
         except InvalidIdentifier as exc:
             raise InvalidIdentifier(f"{exc} (KG {self.name!r})") from None
+
+    # -- what only some dialects hold (Unsupported on the others) ----------------------------------
+    def supports(self, capability: str) -> bool:
+        """Whether this KG's dialect answers `capability` ("sitelinks", "qualifiers", "links")."""
+        return self.dialect.supports(capability)
+
+    def _checked(self, capability: str, ids, example: str) -> list[str]:
+        self.dialect.require(capability, self.name)
+        return list(dict.fromkeys(self.check(i) for i in _sequence(ids, "id list", example)))
+
+    async def sitelinks(self, ids: Sequence[str]) -> AnswerMap:
+        """The Wikipedia article title of each entity on the dialect's wiki (None when it has none)."""
+        ids = self._checked("sitelinks", ids, "['Q42']")
+        results = await self._gather(self.dialect.sitelinks(batch) for batch in _chunks(ids, self.batch_size))
+        titles: dict[str, str] = {}
+        for result in results:
+            for row in result.rows:
+                if "id" in row and "title" in row:
+                    titles.setdefault(self._short(row["id"]), row["title"].value)
+        return self._flag(AnswerMap((i, titles.get(i)) for i in ids), results)
+
+    async def linked_ids(self, ids: Sequence[str], other: Dialect) -> AnswerMap:
+        """Each entity's ids in `other` (Wikidata `Q42` → `('m.0282x',)` through P646), in answer order."""
+        self.dialect.require_link(other, self.name)
+        ids = self._checked("links", ids, "['Q42']")
+        results = await self._gather(self.dialect.linked_ids(batch, other) for batch in _chunks(ids, self.batch_size))
+        found = self._links(results, other, by_link=False)
+        return self._flag(AnswerMap((i, tuple(found.get(i, ()))) for i in ids), results)
+
+    async def by_linked_ids(self, ids: Sequence[str], other: Dialect) -> AnswerMap:
+        """The entities citing each of `other`'s ids (Freebase `m.0282x` → `('Q42',)`), in answer order."""
+        self.dialect.require_link(other, self.name)
+        ids = list(dict.fromkeys(other.check_entity(i) for i in _sequence(ids, "id list", "['m.0282x']")))
+        results = await self._gather(self.dialect.by_linked_ids(batch, other) for batch in _chunks(ids, self.batch_size))
+        found = self._links(results, other, by_link=True)
+        return self._flag(AnswerMap((i, tuple(found.get(i, ()))) for i in ids), results)
+
+    def _links(self, results: Sequence[SelectResult], other: Dialect, *, by_link: bool) -> dict[str, list[str]]:
+        """(own id, other's id) pairs of link answers, grouped by the id asked about, first seen first."""
+        found: dict[str, list[str]] = defaultdict(list)
+        for result in results:
+            for row in result.rows:
+                if "id" not in row or "fb" not in row or row["id"].kind != "uri":
+                    continue
+                own, cited = self.dialect.short(row["id"].value), other.from_external_form(row["fb"].value)
+                if own and cited:
+                    key, value = (cited, own) if by_link else (own, cited)
+                    if value not in found[key]:
+                        found[key].append(value)
+        return found
+
+    async def has_qualifiers(self) -> bool:
+        """Whether the store holds qualifier properties at all (one probe per KG), so `qualifiers` is worth
+        asking; False on a dialect without qualifiers."""
+        if not self.supports("qualifiers"):
+            return False
+        if self._has_qualifiers is None:
+            self._has_qualifiers = bool((await self.select(self.dialect.qualifier_probe())).rows)
+        return self._has_qualifiers
+
+    async def qualifiers(self, pairs: Sequence[tuple[str, str]]) -> AnswerMap:
+        """Statements of (entity, property) pairs, each with its value and qualifiers: pair -> [Statement].
+
+        One query per `QUALIFIER_BATCH` pairs (a hop's pairs are one query), never one per pair: WDQS
+        allows 5 parallel queries and 60 s of query time a minute per client.
+        """
+        self.dialect.require("qualifiers", self.name)
+        pairs = list(dict.fromkeys(_sequence(pairs, "pair list", "[('Q42', 'P26')]")))
+        results = await self._gather(self.dialect.qualifiers_many(pairs[i:i + QUALIFIER_BATCH])
+                                     for i in range(0, len(pairs), QUALIFIER_BATCH))
+        short = self.dialect.short
+        by_pair: dict[tuple[str, str], dict[str, dict]] = {pair: {} for pair in pairs}
+        for result in results:
+            for row in result.rows:
+                if not all(v in row for v in ("e", "p", "st", "x")):
+                    continue
+                pair = (short(row["e"].value) or row["e"].value, self.dialect.property_of(row["p"].value))
+                by_statement = by_pair.get(pair)
+                if by_statement is None:
+                    continue
+                st = by_statement.setdefault(row["st"].value, {
+                    "id": row["st"].value.rsplit("/", 1)[-1], "value": short(row["x"].value) or row["x"].value,
+                    "value_label": row["xlabel"].value if "xlabel" in row else None, "qualifiers": {}, "attributes": {}})
+                if "q" not in row or "qv" not in row:
+                    continue
+                role = row["qlabel"].value if "qlabel" in row else short(row["q"].value) or row["q"].value
+                qv = row["qv"]
+                entity = short(qv.value) if qv.kind == "uri" else None
+                if entity:
+                    st["qualifiers"][(role, entity)] = None
+                else:
+                    st["attributes"][(role, qv.value[:10] if qv.datatype and qv.datatype.endswith("dateTime") else qv.value)] = None
+        return self._flag(AnswerMap(
+            ((e, p), Answer(Statement(self.name, st["id"], e, p, st["value"], st["value_label"], tuple(st["qualifiers"]),
+                                      tuple(st["attributes"])) for st in found.values()))
+            for (e, p), found in by_pair.items()), results)

@@ -1,4 +1,4 @@
-"""The records kgfed returns: relations of an entity, edges to neighbours, labels, search hits."""
+"""The records kgfed returns: relations of an entity, edges to neighbours, labels, search hits, statements."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -81,6 +81,27 @@ class Hit:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "label": self.label, "description": self.description}
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One qualified statement of (entity, property) (`KG.qualifiers`): its value, the entity-valued
+    qualifiers as (role label, id) and the literal ones as (role label, value; dates as YYYY-MM-DD)."""
+
+    kg: str
+    id: str
+    entity: str
+    property: str
+    value: str
+    value_label: str | None = None
+    qualifiers: tuple[tuple[str, str], ...] = ()
+    attributes: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        row = asdict(self)
+        row["qualifiers"] = [list(q) for q in self.qualifiers]
+        row["attributes"] = [list(a) for a in self.attributes]
+        return row
 
 
 class Answer(list):

@@ -332,14 +332,13 @@ class Engine:
                 continue
             found[name] = graph
         if not found:
-            forms = "; ".join(f"{n}: {'m.0abc' if g.dialect.name == 'freebase' else 'Q42 / P69'}" for n, g in chosen.items())
+            forms = "; ".join(f"{n}: {g.dialect.id_example}" for n, g in chosen.items())
             raise InvalidIdentifier(f"invalid entity id {_short(entity, 50)!r}: no KG of this server takes it ({forms})")
         return found
 
     def describe(self) -> list[dict[str, Any]]:
         return [{"name": name, "dialect": kg.dialect.name, "endpoint": kg.endpoint.name,
-                 "ids": "m.0abc / g.11x entities, relations like people.person.nationality or r1|r2 through a CVT"
-                 if kg.dialect.name == "freebase" else "Q42 entities, P69 properties",
+                 "ids": kg.dialect.id_forms,
                  "stats": dict(kg.stats)} for name, kg in self.kgs.items()]
 
     # -- lazily built parts ------------------------------------------------------------------------
@@ -544,7 +543,7 @@ class Engine:
         if len(entities) > MAX_IDS:
             raise KgfedError(f"{len(entities)} entities in one call: give at most {MAX_IDS}")
         source = await self.text_source()
-        wikidata = next((g for g in self.kgs.values() if hasattr(g.dialect, "sitelinks")), None)
+        wikidata = next((g for g in self.kgs.values() if g.dialect.supports("sitelinks")), None)
         pages = await entity_pages(list(entities), text_source=source, kg=wikidata)
         passages = await rank_pages(question, pages, top_k=top_k, ranker=ranker)  # type: ignore[arg-type]
         missing = {e: (p.reason or "empty page") for e, p in pages.items() if not p.text}
@@ -1009,7 +1008,7 @@ async def relation_vocabulary(engine: Engine, name: str, top: int = 2000) -> lis
             continue
         ids.append(short)
         out.append({"relation": short, "count": int(row["n"].value) if "n" in row else 0})
-    if graph.dialect.name == "wikidata" and ids:
+    if graph.dialect.relation_labels and ids:
         names = await graph.labels(sorted(set(ids)))
         for item in out:
             item["label"] = names[item["relation"]].label if item["relation"] in names else None

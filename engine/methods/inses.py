@@ -336,7 +336,7 @@ class INSES(HypergraphMethod):
         from ..text.context import retrieve_context
         from ..kg.facade import KG
 
-        wiki = next((kg for kg in self.kgs.values() if hasattr(kg.dialect, "sitelinks")), None)
+        wiki = next((kg for kg in self.kgs.values() if kg.dialect.supports("sitelinks")), None)
         entities = [e for ids in topics.values() for e in ids]
         passages = await retrieve_context(question, entities, text_source=self.text, kg=wiki if isinstance(wiki, KG) else None,
                                           top_k=self.top_k, embedder=self.embedder)

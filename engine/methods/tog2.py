@@ -109,7 +109,7 @@ class ToG2(ToG):
 
     def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
-        self._page_kg = next((kg for kg in self.kgs.values() if hasattr(kg.dialect, "sitelinks")), None)
+        self._page_kg = next((kg for kg in self.kgs.values() if kg.dialect.supports("sitelinks")), None)
 
     # -- documents and passages --------------------------------------------------------------------
     async def documents(self, names: Mapping[str, str]) -> dict[str, Any]:

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from ...endpoints.client import HttpClient
 from ...endpoints.wikipedia import JsonCache, JsonlSource, Page, TextSource, WikipediaSource
-from ...sparql import terms
+from ...sparql.dialects import WIKIDATA, get_dialect
 from ...sparql.errors import KgfedError
 from ..data import DEMO_EXTRACTS
-from ..kg.facade import KG, _chunks
+from ..kg.facade import KG
 from .passages import DEFAULT_CHUNKS, ChunkSpec, Ranker, chunk_text, rank
 
 if TYPE_CHECKING:
@@ -123,16 +123,21 @@ def open_text_source(
 async def resolve_pages(entities: Sequence[str], *, kg: KG | None = None, by_qid: bool = False) -> dict[str, PageRef]:
     """Where each entity's page is: mids → Q-ids (P646), Q-ids → enwiki titles (sitelinks) unless `by_qid`."""
     entities = list(dict.fromkeys(e.strip() for e in entities if e and e.strip()))
-    mids = [e for e in entities if terms.FREEBASE_MID.match(e)]
-    qid_of = {e: e for e in entities if terms.WIKIDATA_ID.match(e) and e.startswith("Q")}
+    wikidata = kg if kg is not None and kg.dialect.supports("sitelinks") else None
+    home = wikidata.dialect if wikidata is not None else WIKIDATA  # the dialect whose items have pages
+    cited = [get_dialect(name) for name in home.id_links]  # the KGs whose ids it holds (Freebase, through P646)
+    foreign = {e: d for e in entities for d in reversed(cited) if d.is_entity(e)}
+    mids = list(foreign)
+    qid_of = {e: e for e in entities if e not in foreign and home.is_item(e)}
     need_wikidata = "needs a Wikidata-dialect KG (P646 links and enwiki sitelinks): pass --endpoint wikidata or a Wikidata file"
-    wikidata = kg if kg is not None and hasattr(kg.dialect, "sitelinks") else None
     if mids and wikidata is not None:
-        for mid, qid in (await _qids_of_mids(wikidata, mids)).items():
-            qid_of[mid] = qid
+        for other in cited:
+            found = await wikidata.by_linked_ids([e for e, d in foreign.items() if d is other], other)
+            qid_of.update((mid, min(qids, key=home.id_rank)) for mid, qids in found.items() if qids)
     titles: dict[str, str] = {}
     if not by_qid and wikidata is not None and qid_of:
-        titles = await _sitelinks(wikidata, sorted(set(qid_of.values())))
+        found_titles = await wikidata.sitelinks(sorted(set(qid_of.values())))
+        titles = {qid: title for qid, title in found_titles.items() if title}
     refs = {}
     for e in entities:
         qid = qid_of.get(e)
@@ -149,27 +154,6 @@ async def resolve_pages(entities: Sequence[str], *, kg: KG | None = None, by_qid
             why = need_wikidata if wikidata is None else f"has no enwiki sitelink in {wikidata.name}"
             refs[e] = PageRef(e, qid, reason=f"{qid} {why}")
     return refs
-
-
-async def _qids_of_mids(kg: KG, mids: Sequence[str]) -> dict[str, str]:
-    results = await asyncio.gather(*(kg.select(kg.dialect.by_freebase_ids(batch)) for batch in _chunks(mids, kg.batch_size)))  # type: ignore[attr-defined]
-    found: dict[str, list[str]] = {}
-    for result in results:
-        for row in result.rows:
-            qid = kg.dialect.short(row["id"].value) if "id" in row and "fb" in row else None
-            if qid:
-                found.setdefault(row["fb"].value.lstrip("/").replace("/", ".", 1), []).append(qid)
-    return {mid: min(qids, key=lambda q: (len(q), q)) for mid, qids in found.items()}
-
-
-async def _sitelinks(kg: KG, qids: Sequence[str]) -> dict[str, str]:
-    results = await asyncio.gather(*(kg.select(kg.dialect.sitelinks(batch)) for batch in _chunks(qids, kg.batch_size)))  # type: ignore[attr-defined]
-    titles: dict[str, str] = {}
-    for result in results:
-        for row in result.rows:
-            if "id" in row and "title" in row:
-                titles.setdefault(kg.dialect.short(row["id"].value) or row["id"].value, row["title"].value)
-    return titles
 
 
 async def entity_pages(
