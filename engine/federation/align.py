@@ -212,18 +212,23 @@ class Aligner:
                     out[entity].append(alignment)
         return out
 
-    async def align_pools(self, pools: Mapping[str, Iterable[str]]) -> list[Alignment]:
+    async def align_pools(self, pools: Mapping[str, Iterable[str]], *,
+                          labels: Mapping[str, Mapping[str, str | None]] | None = None) -> list[Alignment]:
         """One-to-one alignments between the entity sets of each pair of KGs (what merging uses).
 
         Identifier and label links may point outside the pools; SBERT matches only pool against pool.
+        `labels`: KG name → {id: its label, or None for none} the caller already holds (an expansion's
+        edges name most entities); the label step asks the KG only for the other ids.
         """
+        labels = labels or {}
         checked = {}
         for name, ids in pools.items():
             if name not in self.kgs:
                 raise KgfedError(f"unknown KG {name!r}: this federation has {', '.join(self.kgs)}")
             checked[name] = list(dict.fromkeys(self.kgs[name].check(i) for i in ids))
         pairs = [(s, t) for s, t in combinations(self.kgs, 2) if checked.get(s) or checked.get(t)]
-        results = await asyncio.gather(*(self._pool_pair(s, t, checked.get(s, []), checked.get(t, [])) for s, t in pairs))
+        results = await asyncio.gather(*(self._pool_pair(s, t, checked.get(s, []), checked.get(t, []), labels)
+                                         for s, t in pairs))
         return [a for found in results for a in found]
 
     # -- per pair ----------------------------------------------------------------------------------
@@ -236,8 +241,11 @@ class Aligner:
                 outcomes.update(await self._cached("sbert", s, t, left, lambda todo: self._sbert_search(s, t, todo, ambiguous)))
         return {i: Alignment(s, i, t, o["target"], o["method"], o["confidence"]) for i, o in outcomes.items() if o["target"]}
 
-    async def _pool_pair(self, s: str, t: str, a_ids: list[str], b_ids: list[str]) -> list[Alignment]:
-        forward, backward = await asyncio.gather(self._resolved(s, t, a_ids), self._resolved(t, s, b_ids))
+    async def _pool_pair(self, s: str, t: str, a_ids: list[str], b_ids: list[str],
+                         labels: Mapping[str, Mapping[str, str | None]] | None = None) -> list[Alignment]:
+        labels = labels or {}
+        forward, backward = await asyncio.gather(self._resolved(s, t, a_ids, labels.get(s)),
+                                                 self._resolved(t, s, b_ids, labels.get(t)))
         found: dict[tuple[str, str], Alignment] = {}
         for entity, o in forward.items():
             if o["target"]:
@@ -252,15 +260,16 @@ class Aligner:
             loose_b = [j for j in b_ids if j not in done_b and not backward[j]["ambiguous"]]
             shared = {i: forward[i]["ambiguous"] for i in a_ids if i not in done_a and forward[i]["ambiguous"]}
             pooled, resolved = await asyncio.gather(
-                self._by_embedding(s, t, {i: loose_b for i in loose_a}, mutual=True, describe=False),
+                self._by_embedding(s, t, {i: loose_b for i in loose_a}, mutual=True, describe=False,
+                                   known=(labels.get(s), labels.get(t))),
                 self._by_embedding(s, t, shared, mutual=False, describe=True),
             )
             for entity, o in {**pooled, **resolved}.items():
                 found.setdefault((entity, o["target"]), Alignment(s, entity, t, o["target"], "sbert", o["confidence"]))
         return exclusive(found.values())
 
-    async def _resolved(self, s: str, t: str, ids: list[str]) -> dict[str, Outcome]:
-        """Identifier, then label outcome of each id (cached per id)."""
+    async def _resolved(self, s: str, t: str, ids: list[str], known: Mapping[str, str | None] | None = None) -> dict[str, Outcome]:
+        """Identifier, then label outcome of each id (cached per id); `known` labels are not asked again."""
         steps = [m for m in self.methods if m != "sbert"]
         if not ids or not steps:
             return {i: _outcome() for i in ids}
@@ -269,7 +278,7 @@ class Aligner:
             out = await self._by_identifier(s, t, todo) if "p646" in steps else {}
             rest = [i for i in todo if i not in out]
             if "label" in steps and rest:
-                out.update(await self._by_label(s, t, rest))
+                out.update(await self._by_label(s, t, rest, known))
             return out
 
         return await self._cached("+".join(steps), s, t, ids, compute)
@@ -290,10 +299,12 @@ class Aligner:
         wanted = set(ids)  # an id with several P646 targets is ambiguous: left to the label step
         return {e: _outcome(targets[0], "p646", 1.0) for e, targets in found.items() if e in wanted and len(targets) == 1}
 
-    async def _by_label(self, s: str, t: str, ids: list[str]) -> dict[str, Outcome]:
-        """Exact label/alias match, unambiguous on both sides; shared names are reported as ambiguous."""
+    async def _by_label(self, s: str, t: str, ids: list[str], known: Mapping[str, str | None] | None = None) -> dict[str, Outcome]:
+        """Exact label/alias match, unambiguous on both sides; shared names are reported as ambiguous.
+
+        The labels of `ids` come from `known` (id → label, None for none) where it has them, else from the KG."""
         source, target = self.kgs[s], self.kgs[t]
-        labels = await source.labels(ids)
+        labels = await self._labels_of(s, ids, known)
         named = {i: lab.label.strip() for i, lab in labels.items() if lab.label and lab.label.strip()}
         if not named:
             return {}
@@ -322,16 +333,28 @@ class Aligner:
         out.update(await self._by_embedding(s, t, searched, mutual=False, describe=False))
         return {i: {**o, "method": "sbert"} for i, o in out.items()}
 
-    async def _by_embedding(self, s: str, t: str, candidates: Mapping[str, Sequence[str]], *,
-                            mutual: bool, describe: bool) -> dict[str, Outcome]:
-        """Best candidate per id by cosine similarity: ≥ threshold, ≥ margin ahead of the runner-up."""
+    async def _labels_of(self, kg: str, ids: Sequence[str], known: Mapping[str, str | None] | None) -> dict[str, Label]:
+        """Labels of `ids` in KG `kg`: from `known` (id → label, None for none) where it has them, else asked."""
+        known = known or {}
+        ids = list(dict.fromkeys(ids))
+        asked = [i for i in ids if i not in known]
+        fetched = await self.kgs[kg].labels(asked) if asked else {}
+        return {i: fetched[i] if i not in known else Label(i, known[i], None, ()) for i in ids}
+
+    async def _by_embedding(self, s: str, t: str, candidates: Mapping[str, Sequence[str]], *, mutual: bool,
+                            describe: bool, known: tuple[Mapping[str, str | None] | None, ...] = (None, None)) -> dict[str, Outcome]:
+        """Best candidate per id by cosine similarity: ≥ threshold, ≥ margin ahead of the runner-up.
+
+        `known` labels (of `s`'s and `t`'s ids) are not asked again; with `describe` every label is asked (descriptions)."""
         candidates = {i: list(c) for i, c in candidates.items() if c}
         if not candidates:
             return {}
         import numpy as np
 
         columns = list(dict.fromkeys(c for cs in candidates.values() for c in cs))
-        mine, theirs = await asyncio.gather(self.kgs[s].labels(list(candidates)), self.kgs[t].labels(columns))
+        if describe:
+            known = (None, None)
+        mine, theirs = await asyncio.gather(self._labels_of(s, list(candidates), known[0]), self._labels_of(t, columns, known[1]))
         rows = [i for i in candidates if mine[i].label and (mine[i].description or not describe)]
         columns = [c for c in columns if theirs[c].label]
         if not rows or not columns:  # a shared name is resolved by descriptions or not at all

@@ -81,6 +81,7 @@ class Hypergraph:
     _seen: dict[tuple, int] = field(default_factory=dict, repr=False)
     expanded: set[int] = field(default_factory=set)  # nodes whose 1-hop neighbourhood has been added
     skipped: list[Key] = field(default_factory=list)  # entities whose neighbourhood could not be asked for
+    entity_labels: dict[Key, str] = field(default_factory=dict, repr=False)  # (KG, id) -> its label there, as fetched
 
     # -- nodes -------------------------------------------------------------------------------------
     def index(self, kg: str, entity: str) -> int | None:
@@ -176,6 +177,8 @@ async def extend(hg: Hypergraph, merged: MergedGraph, kgs: Mapping[str, KG], *, 
               if not n.label and len(n.ids) == 1 and merged.kgs.get(k) == "freebase" and not n.topic}
     where = [-1 if i in hidden else hg.add_node(n.ids, n.label, topic=topics and n.topic, hop=n.hop) for i, n in enumerate(merged.nodes)]
     for node, index in zip(merged.nodes, where):
+        for kg, label in node.labels.items():
+            hg.entity_labels.setdefault((kg, node.ids[kg]), label)
         if index >= 0:
             hg.nodes[index].labels.update(node.labels)
     cvts: dict[str, list[Link]] = defaultdict(list)
@@ -365,16 +368,20 @@ async def grow(hg: Hypergraph, kgs: Mapping[str, KG], nodes: Iterable[int], *, w
     """
     todo = [n for n in dict.fromkeys(nodes) if n not in hg.expanded]
     seeds: dict[str, list[str]] = defaultdict(list)
+    known: dict[str, dict[str, str]] = defaultdict(dict)  # the seeds' labels, held already: not asked again
     for n in todo:
         for kg, entity in hg.nodes[n].ids.items():
             if kg in kgs and not entity.startswith("m.cvt_"):
                 seeds[kg].append(entity)
+                if (kg, entity) in hg.entity_labels:
+                    known[kg][entity] = hg.entity_labels[(kg, entity)]
     hg.expanded.update(todo)
     if not seeds:
         return []
     aligner = aligner or Aligner(kgs, methods=(), cache=False)
     try:
-        merged = [await expand(dict(seeds), kgs, hops=1, width=width, limit=limit, scorer=scorer, aligner=aligner)]
+        merged = [await expand(dict(seeds), kgs, hops=1, width=width, limit=limit, scorer=scorer, aligner=aligner,
+                               labels=known)]
     except InvalidIdentifier:
         # an id its KG refuses: expand the seeds one by one and
         # leave out only the ones whose neighbourhood cannot be asked for

@@ -151,6 +151,7 @@ async def expand(
     aligner: Aligner | None = None,
     direction: str = "both",
     progress: Progress | None = None,
+    labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> MergedGraph:
     """Expand `topics` over all `kgs` to `hops`, `width` relations per entity, into one merged graph.
 
@@ -158,6 +159,7 @@ async def expand(
     KG name → ids already known there. `limit` caps the neighbours kept per (entity, relation).
     `scorer(relations) -> scores` (sync or async) picks which relations count towards `width`.
     `aligner` merges entities (default: all methods); `Aligner(kgs, methods=())` merges nothing.
+    `labels`: KG name → {id: label} the caller knows already (e.g. of the topics), not asked again.
     """
     if not kgs:
         raise KgfedError("expansion needs at least one KG: give e.g. --kg freebase,wikidata")
@@ -167,6 +169,9 @@ async def expand(
         raise KgfedError(f"invalid width {width!r}: expected a whole number ≥ 1 (relations per entity), or None for all")
     aligner = aligner or Aligner(kgs)
     state = _State(kgs)
+    for name, known in (labels or {}).items():
+        if name in state.labels:
+            state.labels[name].update((entity, label) for entity, label in known.items() if label)
     total = hops + 2
     report = progress or (lambda *_: None)
     report("aligning topics", 0, total)
@@ -185,13 +190,17 @@ async def expand(
                 if state.add(name, edge, hop):
                     new[name].add(edge.entity)
         if hop < hops and len(kgs) > 1 and any(new.values()):  # expand what one KG reached in the others too
-            for a in await aligner.align_pools({name: sorted(ids) for name, ids in new.items()}):
+            pools = {name: sorted(ids) for name, ids in new.items()}
+            for a in await aligner.align_pools(pools, labels=await state.known_labels(pools)):
                 for kg, entity in (a.target_kg, a.target), (a.source_kg, a.source):
                     if state.reach(kg, entity, hop):
                         new[kg].add(entity)
         frontier = new
     report(f"aligning {sum(map(len, state.seen.values()))} entities", hops, total)
-    alignments = await aligner.align_pools({n: list(ids) for n, ids in state.seen.items()}) if len(kgs) > 1 else []
+    alignments = []
+    if len(kgs) > 1:
+        pools = {n: list(ids) for n, ids in state.seen.items()}
+        alignments = await aligner.align_pools(pools, labels=await state.known_labels(pools))
     report("labels", hops + 1, total)
     merged = await state.build(alignments)
     report("done", total, total)
@@ -268,6 +277,7 @@ class _State:
         self.seen: dict[str, dict[str, int]] = {n: {} for n in kgs}
         self.edges: dict[tuple, tuple[Edge, int]] = {}
         self.labels: dict[str, dict[str, str]] = {n: {} for n in kgs}
+        self.asked: set[Key] = set()  # labels asked of the KG already (found or not): never asked twice
         self.topics: set[Key] = set()
 
     def reach(self, kg: str, entity: str, hop: int) -> bool:
@@ -309,10 +319,16 @@ class _State:
                 merged.edges.append(link)
         return merged
 
+    async def known_labels(self, pools: Mapping[str, Sequence[str]]) -> dict[str, dict[str, str | None]]:
+        """Each pool entity's label (None: it has none), those no edge named asked now: what aligning by label reads."""
+        await self._fetch_labels((kg, entity) for kg, ids in pools.items() for entity in ids)
+        return {kg: {entity: self.labels[kg].get(entity) for entity in ids} for kg, ids in pools.items()}
+
     async def _fetch_labels(self, keys: Iterable[Key]) -> None:
         missing: dict[str, list[str]] = defaultdict(list)
         for kg, entity in keys:
-            if entity not in self.labels[kg]:
+            if entity not in self.labels[kg] and (kg, entity) not in self.asked:
+                self.asked.add((kg, entity))
                 missing[kg].append(entity)
         names = list(missing)
         found = await asyncio.gather(*(self.kgs[n].labels(missing[n]) for n in names))
