@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.engine.federation.align import Aligner, Alignment, best_matches, exclusive, p646_to_mid
+from kgfed.engine.federation.align import Aligner, Alignment, best_matches, exclusive
 from kgfed.engine.kg import KG
 from kgfed.sparql.errors import InvalidIdentifier, KgfedError
 
@@ -89,10 +89,12 @@ async def test_p646_both_ways_is_exact_and_batched():
 
 
 def test_p646_values_are_validated():
-    assert p646_to_mid("/m/0d060g") == "m.0d060g"
-    assert p646_to_mid("/g/11b6gq6dl2") == "g.11b6gq6dl2"
+    from kgfed.sparql.dialects import FREEBASE
+
+    assert FREEBASE.from_external_form("/m/0d060g") == "m.0d060g"
+    assert FREEBASE.from_external_form("/g/11b6gq6dl2") == "g.11b6gq6dl2"
     for bad in ("m.0d060g", "/m/0D060G", '/m/0abc" }', "/m/", "/x/0abc", "", None):
-        assert p646_to_mid(bad) is None
+        assert FREEBASE.from_external_form(bad) is None
 
 
 async def test_alignment_is_cached_beside_the_response_cache():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kgfed.engine.federation.align import Aligner
-from kgfed.engine.federation.hypergraph import Hyperedge, Hypergraph, add_synonyms, grow, has_qualifiers, hypergraph_of
+from kgfed.engine.federation.hypergraph import Hyperedge, Hypergraph, add_synonyms, grow, hypergraph_of
 from kgfed.engine.kg import KG
 from kgfed.engine.federation.subgraph import expand
 
@@ -88,9 +88,9 @@ def members_of(hg: Hypergraph, edge: Hyperedge) -> set[str]:
 
 async def test_no_statement_queries_on_a_store_without_qualifiers():
     async with KG.open(f"file:{need(CODEX_NT)}", dialect="wikidata", cache=False) as kg:
-        assert await has_qualifiers(kg) is False
+        assert await kg.has_qualifiers() is False
         before = kg.stats["queries"]
-        assert await has_qualifiers(kg) is False  # the probe runs once per KG
+        assert await kg.has_qualifiers() is False  # the probe runs once per KG
         assert kg.stats["queries"] == before
 
 

@@ -24,9 +24,8 @@ import asyncio
 import hashlib
 import json
 import os
-import re
 import unicodedata
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -34,17 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from ...cache.root import DiskStore, Store, open_store
-from ...sparql import terms
-from ...sparql.dialects import FreebaseDialect, WikidataDialect
 from ...sparql.errors import InvalidIdentifier, KgfedError
-from ..kg.facade import KG, _chunks
+from ..kg.facade import KG
 from ..kg.model import Label
 from .matching import best_matches, cosine_matrix
 
 METHODS: tuple[str, ...] = ("p646", "label", "sbert")
 RANK = {"id": 0, "p646": 0, "label": 1, "sbert": 2}  # merge order: identifiers first
 LABEL_CONFIDENCE, ALIAS_CONFIDENCE = 0.9, 0.75
-_P646 = re.compile(r"^/([mg])/([0-9a-z_]+)$")
 _CACHE_VERSION = "align-v1"
 Outcome = dict[str, Any]  # {"target": id | None, "method": str | None, "confidence": float, "ambiguous": [ids]}
 
@@ -166,7 +162,7 @@ class Aligner:
             names = self.kgs_of(entity)
             if not names:
                 shown = repr(entity) if len(repr(entity)) <= 60 else repr(entity)[:57] + "..."
-                kinds = "; ".join(f"{n}: {_EXAMPLES.get(type(k.dialect), 'a valid id')}" for n, k in self.kgs.items())
+                kinds = "; ".join(f"{n}: an id like {k.dialect.id_example or 'its own'}" for n, k in self.kgs.items())
                 raise InvalidIdentifier(f"invalid entity id {shown}: expected an id of one of the KGs ({kinds})")
             out[entity] = names
         return out

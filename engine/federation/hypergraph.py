@@ -7,7 +7,7 @@
 
 - a Freebase CVT (the `via` node of a compound `r1|r2` edge) is fetched with all its role edges, in and
   out, and becomes one hyperedge over every role entity; literal roles (dates) become attributes;
-- a Wikidata statement (`p:`/`ps:`/`pq:`, the dialect's `qualifiers` template) becomes one hyperedge over
+- a Wikidata statement (`p:`/`ps:`/`pq:`, `KG.qualifiers`) becomes one hyperedge over
   the subject, the value and every entity-valued qualifier; literal qualifiers become attributes;
 - any other edge is a hyperedge of two;
 - synonym hyperedges join the entities whose label embeddings are near-same (connected components of the
@@ -20,26 +20,21 @@ that PRoH matches questions against and INSES shows its navigator.
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...sparql import terms
-from ...sparql.dialects import COMPOUND_SEP, P, PS, RDFS_LABEL, WIKIBASE, WikidataDialect
+from ...sparql.dialects import COMPOUND_SEP
 from ...sparql.errors import InvalidIdentifier
 from .align import Aligner
 from .matching import cosine_matrix
 from ..kg.facade import KG
-from ..kg.model import Edge
+from ..kg.model import Edge, Statement
 from .subgraph import Link, MergedGraph, Node, expand
 
 Key = tuple[str, str]  # (KG name, short id)
 KINDS = ("binary", "cvt", "statement", "synonym")
-_QUALIFIERS: "weakref.WeakKeyDictionary[KG, bool]" = weakref.WeakKeyDictionary()  # per KG: holds qualifiers at all?
-_QUALIFIER_PROBE = "SELECT ?p WHERE { ?p <http://wikiba.se/ontology#qualifier> ?q } LIMIT 1"
-QUALIFIER_BATCH = 200  # (entity, property) pairs per statements query: a hop's pairs in one query, POSTed
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +169,7 @@ async def extend(hg: Hypergraph, merged: MergedGraph, kgs: Mapping[str, KG], *, 
     """
     hg.kgs.update(merged.kgs)
     hidden = {i: n.ids[k] for i, n in enumerate(merged.nodes) for k in n.ids
-              if not n.label and len(n.ids) == 1 and merged.kgs.get(k) == "freebase" and not n.topic}
+              if len(n.ids) == 1 and not n.topic and merged.dialect(k).is_cvt(n.ids[k], n.label)}
     where = [-1 if i in hidden else hg.add_node(n.ids, n.label, topic=topics and n.topic, hop=n.hop) for i, n in enumerate(merged.nodes)]
     for node, index in zip(merged.nodes, where):
         for kg, label in node.labels.items():
@@ -274,88 +269,28 @@ async def _statements(hg: Hypergraph, links: Sequence[Link], merged: MergedGraph
     """Statement hyperedges for Wikidata links that carry qualifiers: id(link) -> hyperedge index."""
     out: dict[int, int] = {}
     for name, kg in kgs.items():
-        if not isinstance(kg.dialect, WikidataDialect) or not await has_qualifiers(kg):
+        if not await kg.has_qualifiers():
             continue
         mine = [link for link in links if link.kg == name]
         pairs = list(dict.fromkeys((merged.nodes[link.subject].ids[name], link.relation) for link in mine))
-        found = await statements(kg, pairs)
+        found = await kg.qualifiers(pairs)
         for link in mine:
             subject, value = merged.nodes[link.subject].ids[name], merged.nodes[link.object].ids[name]
             for st in found.get((subject, link.relation), []):
-                if st["value"] == value and (st["qualifiers"] or st["attributes"]):
+                if st.value == value and (st.qualifiers or st.attributes):
                     out[id(link)] = hg.add_edge(_statement_edge(hg, name, link, where, st))
     return out
 
 
-async def has_qualifiers(kg: KG) -> bool:
-    """Whether the store holds qualifier properties at all (one cached probe), so statements are worth asking."""
-    flag = _QUALIFIERS.get(kg)
-    if flag is None:
-        flag = _QUALIFIERS[kg] = bool((await kg.select(_QUALIFIER_PROBE)).rows)
-    return flag
-
-
-def qualifiers_query(dialect: WikidataDialect, pairs: Sequence[tuple[str, str]]) -> str:
-    """Statements of many (entity, property) pairs in one query: `VALUES (?e ?p ?ps)`, then the
-    dialect's `qualifiers` pattern (value and its label, each qualifier with its property label)."""
-    rows = []
-    for entity, prop in pairs:
-        pid = terms.wikidata_id(prop, "P")
-        rows.append(f"({dialect.entity(entity)} <{P}{pid}> <{PS}{pid}>)")
-    lang = terms.literal(dialect.lang)
-
-    def labelled(var: str) -> str:
-        return f'?{var} <{RDFS_LABEL}> ?{var}label . FILTER(LANG(?{var}label) = "" || LANGMATCHES(LANG(?{var}label), {lang}))'
-
-    return (
-        f"SELECT ?e ?p ?st ?x ?xlabel ?q ?qlabel ?qv WHERE {{\n  VALUES (?e ?p ?ps) {{ {' '.join(rows)} }}\n"
-        f"  ?e ?p ?st .\n  ?st ?ps ?x .\n  OPTIONAL {{ {labelled('x')} }}\n"
-        f"  OPTIONAL {{ ?st ?pq ?qv . ?q <{WIKIBASE}qualifier> ?pq .\n    OPTIONAL {{ {labelled('q')} }} }}\n}}"
-    )
-
-
-async def statements(kg: KG, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """Statements of (entity, property) pairs: value, entity qualifiers (role, id, label), literal ones.
-
-    One query per `QUALIFIER_BATCH` pairs (a hop's pairs are one query), never one per pair: WDQS
-    allows 5 parallel queries and 60 s of query time a minute per client.
-    """
-    pairs = list(dict.fromkeys(pairs))
-    chunks = [pairs[i:i + QUALIFIER_BATCH] for i in range(0, len(pairs), QUALIFIER_BATCH)]
-    results = await asyncio.gather(*(kg.select(qualifiers_query(kg.dialect, chunk)) for chunk in chunks))  # type: ignore[arg-type]
-    by_pair: dict[tuple[str, str], dict[str, dict[str, Any]]] = {pair: {} for pair in pairs}
-    for result in results:
-        for row in result.rows:
-            if not all(v in row for v in ("e", "p", "st", "x")):
-                continue
-            pair = (kg.dialect.short(row["e"].value) or row["e"].value, row["p"].value.rsplit("/", 1)[-1])
-            by_statement = by_pair.get(pair)
-            if by_statement is None:
-                continue
-            st = by_statement.setdefault(row["st"].value, {
-                "id": row["st"].value.rsplit("/", 1)[-1], "value": kg.dialect.short(row["x"].value) or row["x"].value,
-                "value_label": row["xlabel"].value if "xlabel" in row else None, "qualifiers": {}, "attributes": {}})
-            if "q" not in row or "qv" not in row:
-                continue
-            role = row["qlabel"].value if "qlabel" in row else kg.dialect.short(row["q"].value) or row["q"].value
-            qv = row["qv"]
-            short = kg.dialect.short(qv.value) if qv.kind == "uri" else None
-            if short:
-                st["qualifiers"][(role, short)] = None
-            else:
-                st["attributes"][(role, qv.value[:10] if qv.datatype and qv.datatype.endswith("dateTime") else qv.value)] = None
-    return {pair: list(found.values()) for pair, found in by_pair.items()}
-
-
-def _statement_edge(hg: Hypergraph, kg: str, link: Link, where: Sequence[int], st: Mapping[str, Any]) -> Hyperedge:
+def _statement_edge(hg: Hypergraph, kg: str, link: Link, where: Sequence[int], st: Statement) -> Hyperedge:
     s, o = where[link.subject], where[link.object]
     members = [("subject", s), (link.label, o)]
-    for role, entity in st["qualifiers"]:
+    for role, entity in st.qualifiers:
         members.append((role, hg.add_node({kg: entity})))
-    attributes = tuple(st["attributes"])
+    attributes = st.attributes
     parts = [f"{role} {hg.label(n)}" for role, n in members[2:]] + [f"{r} {v}" for r, v in attributes]
     name = f"{hg.label(s)} {link.label} {hg.label(o)}" + (f" ({'; '.join(parts)})" if parts else "")
-    return Hyperedge("statement", kg, link.relation, tuple(members), name, attributes, st["id"], link.label)
+    return Hyperedge("statement", kg, link.relation, tuple(members), name, attributes, st.id, link.label)
 
 
 # -- growing ---------------------------------------------------------------------------------------------
@@ -371,7 +306,7 @@ async def grow(hg: Hypergraph, kgs: Mapping[str, KG], nodes: Iterable[int], *, w
     known: dict[str, dict[str, str]] = defaultdict(dict)  # the seeds' labels, held already: not asked again
     for n in todo:
         for kg, entity in hg.nodes[n].ids.items():
-            if kg in kgs and not entity.startswith("m.cvt_"):
+            if kg in kgs and not kgs[kg].dialect.cvt_id(entity):
                 seeds[kg].append(entity)
                 if (kg, entity) in hg.entity_labels:
                     known[kg][entity] = hg.entity_labels[(kg, entity)]

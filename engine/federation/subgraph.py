@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-from ...sparql.dialects import COMPOUND_SEP, WikidataDialect
+from ...sparql.dialects import COMPOUND_SEP, Dialect, get_dialect
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from .align import RANK, Aligner, Alignment, best_matches
 from ..kg.facade import KG
@@ -29,8 +29,6 @@ from ..kg.model import Edge, Relation
 RelationScorer = Callable[[Sequence[Relation]], Sequence[float] | Awaitable[Sequence[float]]]
 Progress = Callable[[str, int, int], None]  # (what is happening, steps done, steps in all)
 Key = tuple[str, str]  # (KG name, short id)
-# Identifier claims are alignment data, not knowledge: never followed as relations.
-SKIP_RELATIONS = frozenset({"P646"})
 
 
 @dataclass
@@ -95,6 +93,10 @@ class MergedGraph:
     relation_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # kg -> relation -> label
     relation_matches: list[RelationMatch] = field(default_factory=list)
     conflicts: list[Alignment] = field(default_factory=list)  # refused: would give a node two ids in one KG
+
+    def dialect(self, kg: str) -> Dialect:
+        """The dialect KG `kg` speaks (what it can do: `relation_labels`, `is_cvt`, `supports(...)`)."""
+        return get_dialect(self.kgs[kg])
 
     def index(self, kg: str, entity: str) -> int | None:
         """Index of the node holding `entity` of KG `kg`, or None."""

@@ -221,12 +221,12 @@ def simple_svg(merged: MergedGraph, width: int = 1300, height: int = 900) -> str
 
 # -- what the picture draws ------------------------------------------------------------------------
 def is_cvt(merged: MergedGraph, index: int) -> bool:
-    """A Freebase CVT drawn as an edge: Freebase-only, not a topic, and `m.cvt_…` or without a name."""
+    """A Freebase CVT drawn as an edge: in one KG whose dialect has CVTs, not a topic, `m.cvt_…` or nameless."""
     node = merged.nodes[index]
     if node.topic or len(node.ids) != 1:
         return False
     kg, ident = next(iter(node.ids.items()))
-    return merged.kgs.get(kg) == "freebase" and (ident.startswith("m.cvt_") or not node.label)
+    return kg in merged.kgs and merged.dialect(kg).is_cvt(ident, node.label)
 
 
 def _collapse_cvts(merged: MergedGraph) -> tuple[list[Link], set[int]]:
