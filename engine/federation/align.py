@@ -281,15 +281,14 @@ class Aligner:
 
     # -- methods -----------------------------------------------------------------------------------
     async def _by_identifier(self, s: str, t: str, ids: list[str]) -> dict[str, Outcome]:
-        """Same-dialect identity, or P646 claims read from whichever side speaks Wikidata."""
+        """Same-dialect identity, or the cross-KG id claims (P646) of whichever side holds them."""
         source, target = self.kgs[s], self.kgs[t]
         if type(source.dialect) is type(target.dialect):
             return {i: _outcome(i, "id", 1.0) for i in ids}
-        if isinstance(source.dialect, FreebaseDialect) and isinstance(target.dialect, WikidataDialect):
-            pairs = await _p646_pairs(target, ids, by_mid=True)
-            found = _group((mid, qid) for qid, mid in pairs)
-        elif isinstance(source.dialect, WikidataDialect) and isinstance(target.dialect, FreebaseDialect):
-            found = _group(await _p646_pairs(source, ids, by_mid=False))
+        if target.dialect.links_to(source.dialect):
+            found = await target.by_linked_ids(ids, source.dialect)
+        elif source.dialect.links_to(target.dialect):
+            found = await source.linked_ids(ids, target.dialect)
         else:
             return {}
         wanted = set(ids)  # an id with several P646 targets is ambiguous: left to the label step
@@ -376,9 +375,6 @@ class Aligner:
         return self.embedder
 
 
-_EXAMPLES = {FreebaseDialect: "a mid like m.0d3k14", WikidataDialect: "an item id like Q42"}
-
-
 def _same(label: str | None, text: str) -> bool:
     return label is not None and normalise_label(label) == normalise_label(text)
 
@@ -389,35 +385,3 @@ def exclusive(found: Iterable[Alignment]) -> list[Alignment]:
     sources = Counter(a.source for a in found)
     targets = Counter(a.target for a in found)
     return [a for a in found if RANK[a.method] == 0 or (sources[a.source] == 1 and targets[a.target] == 1)]
-
-
-def _group(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = defaultdict(list)
-    for key, value in pairs:
-        if value not in out[key]:
-            out[key].append(value)
-    return out
-
-
-def p646_to_mid(value: str) -> str | None:
-    """`/m/0abc` (Wikidata's P646 form) → `m.0abc`; None for anything that is not a valid mid."""
-    match = _P646.match(value.strip()) if isinstance(value, str) else None
-    if not match:
-        return None
-    mid = f"{match.group(1)}.{match.group(2)}"
-    return mid if terms.FREEBASE_MID.match(mid) else None
-
-
-async def _p646_pairs(wikidata: KG, ids: Sequence[str], *, by_mid: bool) -> list[tuple[str, str]]:
-    """(QID, mid) pairs from P646 claims for a batch of mids (`by_mid`) or QIDs, one query per batch."""
-    template = wikidata.dialect.by_freebase_ids if by_mid else wikidata.dialect.freebase_ids  # type: ignore[attr-defined]
-    results = await asyncio.gather(*(wikidata.select(template(batch)) for batch in _chunks(list(ids), wikidata.batch_size)))
-    pairs = []
-    for result in results:
-        for row in result.rows:
-            if "id" not in row or "fb" not in row or row["id"].kind != "uri":
-                continue
-            qid, mid = wikidata.dialect.short(row["id"].value), p646_to_mid(row["fb"].value)
-            if qid and mid:
-                pairs.append((qid, mid))
-    return pairs

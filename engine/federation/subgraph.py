@@ -237,7 +237,9 @@ async def _hop(kg: KG, entities: Iterable[str], width: int | None, limit: int | 
                scorer: RelationScorer | None, direction: str) -> list[Edge]:
     """One hop in one KG: relations of the frontier, W per entity, their neighbours (entities only)."""
     found = await kg.relations_many(sorted(entities), direction)
-    chosen = await asyncio.gather(*(_choose(rels, width, scorer) for rels in found.values()))
+    # the cross-KG id claims (P646) are alignment data, not knowledge: never followed as relations
+    skip = frozenset(kg.dialect.id_links.values())
+    chosen = await asyncio.gather(*(_choose(rels, width, scorer, skip) for rels in found.values()))
     triples = [(r.entity, r.relation, r.direction) for rels in chosen for r in rels]
     if not triples:
         return []
@@ -255,9 +257,10 @@ async def _hop(kg: KG, entities: Iterable[str], width: int | None, limit: int | 
     return out
 
 
-async def _choose(relations: Sequence[Relation], width: int | None, scorer: RelationScorer | None) -> list[Relation]:
+async def _choose(relations: Sequence[Relation], width: int | None, scorer: RelationScorer | None,
+                  skip: frozenset[str] = frozenset()) -> list[Relation]:
     """The `width` relations to follow: stable order (outgoing first, then id), or best-scored first."""
-    rels = sorted((r for r in relations if r.relation.split(COMPOUND_SEP)[0] not in SKIP_RELATIONS),
+    rels = sorted((r for r in relations if r.relation.split(COMPOUND_SEP)[0] not in skip),
                   key=lambda r: (r.direction != "out", r.relation))
     if scorer is not None and rels:
         scores = scorer(rels)
@@ -338,12 +341,12 @@ class _State:
             self.labels[name].update({i: lab.label for i, lab in labels.items() if lab.label})
 
     async def _relation_labels(self) -> dict[str, dict[str, str]]:
-        """Readable labels of the relations on the edges (Wikidata property labels fetched in a batch)."""
+        """Readable labels of the relations on the edges (opaque ids' labels, Wikidata's, fetched in a batch)."""
         own: dict[str, dict[str, str | None]] = {n: {} for n in self.kgs}
         for (kg, _, relation, _, _), (edge, _) in self.edges.items():
             own[kg].setdefault(relation, edge.relation_label)
         asks = [(n, [r for r, lab in rels.items() if not lab]) for n, rels in own.items()
-                if isinstance(self.kgs[n].dialect, WikidataDialect)]
+                if self.kgs[n].dialect.relation_labels]
         asks = [(n, rels) for n, rels in asks if rels]
         found = await asyncio.gather(*(self.kgs[n].labels(rels) for n, rels in asks))
         for (name, _), labels in zip(asks, found):
@@ -364,7 +367,7 @@ def merge_keys(keys: Sequence[Key], alignments: Sequence[Alignment]) -> tuple[li
     conflicts = []
 
     def find(k: Key) -> Key:
-        if k not in parent:  # an id outside the pools (e.g. P646 target not reached): its own group
+        if k not in parent:  # an id outside the pools (e.g. a cross-KG id link's target not reached): its own group
             return k
         while parent[k] != k:
             parent[k] = parent[parent[k]]
