@@ -95,3 +95,37 @@ def test_a_method_without_declared_parameters_takes_none(kgs):
 def test_a_parameter_named_like_a_method_attribute_stays_in_params(kgs):
     hydra = get_method("hydra")(kgs, NoLLM(), select_sources=False)
     assert hydra.params["select_sources"] is False and callable(hydra.select_sources)
+
+
+class Nearest(Method):
+    """The shape docs/ARCHITECTURE.md gives a new method: PARAMS, the facade, the run's embedder, Result."""
+
+    name = "nearest"
+    PARAMS = {"width": Param(3, low=1), "threshold": 0.0}
+
+    async def _answer(self, question, topics):
+        from kgfed.engine.methods.base import Result
+
+        name, ids = next((n, i) for n, i in topics.items() if i)
+        kg, topic = self.kgs[name], sorted(ids)[0]
+        relations = [r for r in await kg.relations(topic, "out") if r.label][: self.width]
+        edges = [e for r in relations for e in await kg.neighbors(topic, r.relation) if e.label]
+        sims = await self.embedder.similarity(question, [f"{e.relation_label} {e.label}" for e in edges])
+        best = max(zip(sims, range(len(edges))))
+        edge = edges[best[1]] if best[0] >= self.params["threshold"] else None
+        return Result(question, edge.label if edge else "", [edge.entity] if edge else [], [[edge]] if edge else [])
+
+
+def test_a_new_method_is_one_class_and_runs_through_the_cli(capsys):
+    from kgfed.engine.cli import main
+
+    argv = ["ask", "Where was Douglas Adams educated?", "--kg", "wikidata", "--topic", "Q42", "--json",
+            "-m", "tests.test_method_params:Nearest", "--width", "50", "--param", "threshold=0.1"]
+    assert main(argv) == 0
+    import json
+
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["answer"] == "University of Cambridge" and answer["answer_ids"] == ["Q35794"]
+    assert answer["path_text"] == ["Q42 -[educated at]-> University of Cambridge"]
+    assert main(argv[:-1] + ["threshold=high"]) == 2
+    assert "invalid parameter threshold='high' for nearest: expected float" in capsys.readouterr().err
