@@ -285,3 +285,75 @@ def test_tog2_recorded_run_verdicts_costs_and_fallbacks():
     costs = [json.loads(line) for line in (REAL / "tog2" / "federation3.predictions.costs.jsonl").read_text().splitlines()]
     assert {k: sum(c.get(k, 0) for c in costs) for k in COST_KEYS} == {
         "llm_calls": 25, "input_tokens": 15818, "output_tokens": 1343, "parse_fallbacks": 10}
+
+
+# -- PoG and HydraRAG: the real model's replies per prompt kind ---------------------------------------------
+def _pog_kinds() -> list[tuple[str, str]]:
+    from kgfed.engine.methods import hydra, pog
+    from kgfed.engine.toolbox.prompts import POG_PATH_SELECT_PROMPT, POG_QUESTION_ANALYSIS_PROMPT
+
+    return [("analysis", POG_QUESTION_ANALYSIS_PROMPT), ("select", POG_PATH_SELECT_PROMPT), ("summary", pog.SUMMARY_PROMPT),
+            ("evaluate", pog.EVALUATE_PROMPT), ("generate", pog.GENERATE_PROMPT), ("supplement", pog.SUPPLEMENT_PROMPT),
+            ("source", hydra.SOURCE_SELECT_PROMPT), ("refine", hydra.REFINE_PROMPT)]
+
+
+def _by_kind(method: str) -> dict[str, list[dict]]:
+    kinds = _pog_kinds()
+    out: dict[str, list[dict]] = {}
+    for reply in _replies(method):
+        kind = next(k for k, prefix in kinds if reply["prompt"].startswith(prefix))
+        out.setdefault(kind, []).append(reply)
+    return out
+
+
+def _totals(method: str, name: str) -> dict[str, object]:
+    costs = [json.loads(line) for line in (REAL / method / f"{name}.predictions.costs.jsonl").read_text().splitlines()]
+    totals: dict[str, object] = {k: sum(c.get(k, 0) for c in costs) for k in COST_KEYS}
+    totals["fallbacks per question"] = [c.get("parse_fallbacks", 0) for c in costs]
+    return totals
+
+
+def _results(method: str, name: str) -> list[str]:
+    return [json.loads(line)["results"] for line in (REAL / method / f"{name}.predictions.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("method", ["pog", "hydra"])
+def test_pog_family_real_replies_by_kind(method):
+    """Each reply was asked with its kind's cap and stop sequences, and its parser reads it: the analysis gives a
+    thinking indicator, a path selection gives offered paths (or counts a fallback), a verdict is Yes or No."""
+    from kgfed.engine.methods.hydra import HYDRA_LIMITS
+    from kgfed.engine.toolbox.prompts import parse_path_selection, parse_question_analysis
+
+    if not (REAL / method / "sidecar.json").is_file():
+        pytest.skip(f"no real {method} recordings")
+    kinds = _by_kind(method)
+    for kind, replies in kinds.items():
+        cap, stops = HYDRA_LIMITS[kind]
+        assert all(r["max_tokens"] == cap and r["stop"] == list(stops) and r["output_tokens"] <= cap for r in replies), kind
+    assert kinds["analysis"] and all(parse_question_analysis(r["text"]).indicator for r in kinds["analysis"])
+    unread = 0
+    for reply in kinds.get("select", []):
+        count = len(re.findall(r"(?m)^Path \d+: ", reply["prompt"]))
+        try:
+            assert all(0 <= i < count for i in parse_path_selection(reply["text"], count))
+        except LLMError:
+            unread += 1
+    assert unread <= len(kinds.get("select", []))
+    assert all(isinstance(parse_sufficient(r["text"]), bool) for r in kinds.get("evaluate", []))
+
+
+@pytest.mark.skipif(not (REAL / "pog" / "sidecar.json").is_file(), reason="no real PoG recordings")
+def test_pog_recorded_run_verdicts_answers_costs_and_fallbacks():
+    """PoG's real verdicts are a bare `Yes`/`No` (no braces): read as the verdict, with no answer in them, so the
+    generation prompt is asked; one generated answer came without braces (its first line kept, a parse fallback)."""
+    kinds = _by_kind("pog")
+    verdicts = sorted(r["text"].split("\n")[0] for r in kinds["evaluate"])
+    assert verdicts == ["No", "No", "No", "Yes", "Yes"]
+    assert all(parse_sufficient(r["text"]) is (r["text"] == "Yes") and extract_answer(r["text"]) == "" for r in kinds["evaluate"])
+    generated = sorted(r["text"] for r in kinds["generate"])
+    assert generated == ["Guatemala", "{Harrison Ford}", "{Mike Tomlin}"]
+    # every path selection reply was `Answer: top_list: {Path i, Path j, Path k}`, cut at "\nExplanation"
+    assert all(re.fullmatch(r"Answer: top_list: \{Path \d+, Path \d+, Path \d+\}", r["text"]) for r in kinds["select"])
+    assert _results("pog", "cwq5") == ["{Guatemala}", "{Mike Tomlin}", "{Harrison Ford}"]
+    assert _totals("pog", "cwq5") == {"llm_calls": 23, "input_tokens": 17056, "output_tokens": 1194, "parse_fallbacks": 1,
+                                      "fallbacks per question": [1, 0, 0]}
