@@ -21,10 +21,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ...sparql.dialects import WIKIDATA
+from ...sparql.dialects import WIKIDATA, dialect_of
 from ...sparql.errors import DatasetError, EndpointError
 from ...sparql.results import parse_sparql_json
-from ...sparql.terms import FREEBASE_MID, WIKIDATA_ID
 
 DATASETS = ("cwq", "webqsp", "grailqa", "simpleqa", "qald", "webquestions", "trex", "zeroshotre",
             "creak", "hotpot", "fever")
@@ -203,12 +202,10 @@ def _unique(items: Iterable[str]) -> list[str]:
 
 
 def kg_of(entity_id: str) -> str | None:
-    """'freebase' for m./g. ids, 'wikidata' for Q ids, None for anything else (placeholders)."""
-    if FREEBASE_MID.match(entity_id):
-        return "freebase"
-    if WIKIDATA_ID.match(entity_id) and entity_id.startswith("Q"):
-        return "wikidata"
-    return None
+    """The default KG name of the dialect of `entity_id` (freebase for m./g. ids, wikidata for Q ids), None
+    for anything else (placeholders)."""
+    dialect = dialect_of(entity_id) if isinstance(entity_id, str) else None
+    return dialect.name if dialect else None
 
 
 def _ids_by_kg(ids: Iterable[str]) -> dict[str, list[str]]:

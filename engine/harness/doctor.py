@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...sparql.dialects import NS, RDFS_LABEL, WD, FreebaseDialect, get_dialect
+from ...sparql.dialects import NS, RDFS_LABEL, WD, get_dialect
 from ...sparql.errors import KgfedError
 
 DEFAULT_PROBES = {"freebase": ("m.09c7w0", "m.0345_"), "wikidata": ("Q42", "Q30")}
@@ -211,7 +211,7 @@ async def _probes(report: Report, kg, probes) -> None:
         status = "ok" if relations and name else "warn"
         report.add(f"probe {probe}", status, f"{name or '(no name)'}: {len(relations)} relations", relations=len(relations))
         compound = compound or next(((probe, r) for r in relations if "|" in r.relation), None)
-    if not isinstance(kg.dialect, FreebaseDialect):
+    if not kg.dialect.compound_relations:  # no CVTs to check
         return
     if compound is None:
         report.add("cvt", "fail", "no compound relation (r1|r2 through a nameless CVT node) from the probes: "

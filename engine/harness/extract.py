@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ...sparql import terms
-from ...sparql.dialects import NS, WDT, WIKIBASE, Dialect, FreebaseDialect
+from ...sparql.dialects import NS, WDT, WIKIBASE, Dialect
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from ...sparql.results import SelectResult, Term
 
@@ -88,7 +88,7 @@ class Caps:
     @classmethod
     def for_dialect(cls, dialect: Dialect, **overrides: Any) -> "Caps":
         """The defaults of a dialect (Freebase or Wikidata), with `overrides` (None = keep default)."""
-        base = cls() if isinstance(dialect, FreebaseDialect) else cls(type_relations=WIKIDATA_TYPES, exclude=())
+        base = cls() if dialect.compound_relations else cls(type_relations=WIKIDATA_TYPES, exclude=())  # Freebase's defaults
         given = {k: v for k, v in overrides.items() if v is not None}
         for name in ("per_relation", "max_nodes", "row_budget", "batch_size"):
             if name in given and given[name] < 1:
@@ -179,7 +179,7 @@ class Extractor:
         self.hops = hops
         self.caps = caps or Caps.for_dialect(kg.dialect)
         self.descriptions = descriptions
-        self.freebase = isinstance(kg.dialect, FreebaseDialect)
+        self.freebase = kg.dialect.compound_relations  # Freebase: CVTs expanded in their hop, readable relation ids
         self._namespace = NS if self.freebase else WDT
         self._label = _iri(self.dialect.label_predicate)
         self._alias = _iri(self.dialect.alias_predicate)

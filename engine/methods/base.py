@@ -289,16 +289,9 @@ async def link_topics(question: str, kgs: Mapping[str, KG], max_topics: int = 3)
             if not hits or any(span.lower() in u.lower() for u in used):
                 continue
             used.append(span)
-            hit = sorted(hits, key=lambda h: (h.label != span, _id_rank(h.id)))[0]
+            hit = sorted(hits, key=lambda h: (h.label != span, kgs[name].dialect.id_rank(h.id)))[0]  # older ids first
             chosen.setdefault(hit.id, hit.label or span)
             if len(chosen) >= max_topics:
                 break
         topics[name] = chosen
     return topics
-
-
-def _id_rank(ident: str) -> tuple[int, int | str]:
-    """Prefer older (smaller) Wikidata ids and m.-mids: a cheap popularity prior for ambiguous labels."""
-    if ident[:1] in "QP" and ident[1:].isdigit():
-        return (0, int(ident[1:]))
-    return (0 if ident.startswith("m.") else 1, ident)

@@ -182,7 +182,7 @@ class HydraRAG(PoG):
         width = self.p["max_width"]
         found: list[ClusteredPath] = []
         if "wikipedia" in sources and self.text is not None:
-            wiki_kg = next((kg for name, kg in self.kgs.items() if graph.merged.kgs.get(name) == "wikidata"), None)
+            wiki_kg = next((kg for name, kg in self.kgs.items() if name in graph.merged.kgs and kg.dialect.supports("sitelinks")), None)
             ids = [graph.merged.nodes[t].ids.get(name) for t in order for name in self.kgs
                    if graph.merged.nodes[t].ids.get(name)]
             passages = await retrieve_context(query, ids, text_source=self.text, kg=wiki_kg, top_k=width, embedder=self.embedder)

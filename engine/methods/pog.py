@@ -137,7 +137,7 @@ class Graph:
             if link.object != link.subject:
                 self.adj[link.object].append((i, link.subject, False))
         self.key_index = {(kg, ident): i for i, node in enumerate(merged.nodes) for kg, ident in node.ids.items()}
-        self.wiki = {name for name, dialect in merged.kgs.items() if dialect == "wikidata"}
+        self.wiki = {name for name in merged.kgs if merged.dialect(name).relation_labels}  # steps shown by label
         self._step_texts: dict[tuple[Step, bool], str] = {}
 
     def index(self, kg: str, ident: str) -> int | None:

@@ -134,7 +134,8 @@ def edge_triple(edge: Edge) -> tuple[str, str, str]:
 
 
 def _is_wiki(kg: KG) -> bool:
-    return kg.dialect.name == "wikidata"
+    """ToG's Wikidata prompt style: relations shown by their labels (opaque ids such as P19)."""
+    return kg.dialect.relation_labels
 
 
 class _Tap:
