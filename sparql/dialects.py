@@ -95,6 +95,13 @@ class Dialect:
     #: id forms for messages: one example, and the whole description
     id_example: ClassVar[str] = ""
     id_forms: ClassVar[str] = ""
+    #: well-known entities a full dump holds (`kgfed doctor`'s default probes), and how its names read
+    probe_ids: ClassVar[tuple[str, ...]] = ()
+    name_evidence: ClassVar[str] = ""
+
+    def name_probe(self) -> str:
+        """One row if the data has this dialect's entity names (`kgfed doctor` tells the dialect by it)."""
+        return f"SELECT ?s WHERE {{ ?s {self.label_predicate} ?o }} LIMIT 1"
 
     def supports(self, capability: str) -> bool:
         """Whether this dialect has the optional templates of `capability` (see `CAPABILITIES`)."""
@@ -324,6 +331,11 @@ class WikidataDialect(Dialect):
     id_links: ClassVar[Mapping[str, str]] = MappingProxyType({"freebase": "P646"})
     id_example: ClassVar[str] = "Q42 / P69"
     id_forms: ClassVar[str] = "Q42 entities, P69 properties"
+    probe_ids: ClassVar[tuple[str, ...]] = ("Q42", "Q30")
+    name_evidence: ClassVar[str] = "rdfs:label on wd: entities"
+
+    def name_probe(self) -> str:
+        return f'SELECT ?s WHERE {{ ?s <{RDFS_LABEL}> ?o . FILTER(STRSTARTS(STR(?s), "{WD}")) }} LIMIT 1'
 
     def id_rank(self, ident: str) -> tuple[int, Any]:
         """Smaller Q/P numbers first (older, usually better-known items), then anything else by text."""
@@ -460,6 +472,8 @@ class FreebaseDialect(Dialect):
     relation_filter: RelationFilter = field(default=TOG_RELATION_FILTER)
     compound_relations: ClassVar[bool] = True
     id_example: ClassVar[str] = "m.0abc"
+    probe_ids: ClassVar[tuple[str, ...]] = ("m.09c7w0", "m.0345_")
+    name_evidence: ClassVar[str] = "ns:type.object.name"
     id_forms: ClassVar[str] = "m.0abc / g.11x entities, relations like people.person.nationality or r1|r2 through a CVT"
     label_predicate = f"<{NS}type.object.name>"
     description_predicate = f"<{NS}common.topic.description>"

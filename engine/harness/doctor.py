@@ -30,10 +30,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...sparql.dialects import NS, RDFS_LABEL, WD, get_dialect
+from ...sparql.dialects import DIALECTS, get_dialect
 from ...sparql.errors import KgfedError
 
-DEFAULT_PROBES = {"freebase": ("m.09c7w0", "m.0345_"), "wikidata": ("Q42", "Q30")}
 ROW_PROBE = 10_001
 SIZE_SECONDS = 20.0
 ANYTIME_MS = 1000
@@ -42,8 +41,6 @@ ANYTIME_SECONDS = 15.0
 HEAVY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?p ?b . ?c ?q ?d . ?e ?r ?f }"
 # SELECT … LIMIT 1 rather than ASK: every engine (and the embedded store's select) answers it alike.
 ANY_TRIPLE = "SELECT ?s WHERE { ?s ?p ?o } LIMIT 1"
-HAS_FREEBASE_NAMES = f"SELECT ?s WHERE {{ ?s <{NS}type.object.name> ?o }} LIMIT 1"
-HAS_WIKIDATA_LABELS = f'SELECT ?s WHERE {{ ?s <{RDFS_LABEL}> ?o . FILTER(STRSTARTS(STR(?s), "{WD}")) }} LIMIT 1'
 
 
 class Report:
@@ -89,7 +86,7 @@ async def diagnose(args: argparse.Namespace) -> dict[str, Any]:
         if dialect is None:
             return _finish(report, None)
         kg = KG(endpoint, get_dialect(dialect), cache=None)
-        await _probes(report, kg, args.probe or DEFAULT_PROBES[dialect])
+        await _probes(report, kg, args.probe or kg.dialect.probe_ids)
         if not getattr(args, "no_size", False):
             await _size(report, endpoint)
         if http is not None:
@@ -167,15 +164,15 @@ async def _reachable(report: Report, endpoint, http) -> bool:
 async def _dialect(report: Report, endpoint, wanted: str | None) -> str | None:
     """Which name predicate the data has, against the dialect asked for (guessed when none was)."""
     has = {}
-    for name, query in (("freebase", HAS_FREEBASE_NAMES), ("wikidata", HAS_WIKIDATA_LABELS)):
+    for candidate in DIALECTS:
         try:
-            has[name] = bool((await endpoint.select(query)).rows)
+            has[candidate.name] = bool((await endpoint.select(candidate.name_probe())).rows)
         except KgfedError as exc:
             report.add("dialect", "fail", f"the name-predicate query failed: {exc}")
             return None
-    predicate = {"freebase": "ns:type.object.name", "wikidata": "rdfs:label on wd: entities"}
+    predicate = {d.name: d.name_evidence for d in DIALECTS}
     if wanted is None:
-        wanted = "freebase" if has["freebase"] else "wikidata" if has["wikidata"] else None
+        wanted = next((name for name, found in has.items() if found), None)
         if wanted is None:
             report.add("dialect", "fail", "neither ns:type.object.name (Freebase) nor rdfs:label on wd: entities (Wikidata) "
                        "is in the data: wrong endpoint, or an empty/other graph (try --graph)")
@@ -185,8 +182,8 @@ async def _dialect(report: Report, endpoint, wanted: str | None) -> str | None:
     if has[wanted]:
         report.add("dialect", "ok", f"{wanted}: name predicate {predicate[wanted]} present")
         return wanted
-    other = "wikidata" if wanted == "freebase" else "freebase"
-    hint = f": the data looks like {other}, use --dialect {other}" if has[other] else \
+    other = next((name for name, found in has.items() if found and name != wanted), None)
+    hint = f": the data looks like {other}, use --dialect {other}" if other else \
         ": wrong endpoint, or the data is in a named graph (try --graph http://freebase.com)"
     report.add("dialect", "fail", f"{wanted}: name predicate {predicate[wanted]} absent{hint}")
     return wanted
