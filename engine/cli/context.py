@@ -30,7 +30,7 @@ async def cmd_context(args: argparse.Namespace) -> int:
     from contextlib import AsyncExitStack
 
     from ...endpoints.client import DEFAULT_USER_AGENT, HttpClient
-    from ...sparql import terms
+    from ...sparql.dialects import WIKIDATA, dialect_of
     from .app import emit, open_kg
     from ..text.context import entity_pages, open_text_source, rank_pages
     from ..text.passages import ChunkSpec
@@ -46,8 +46,8 @@ async def cmd_context(args: argparse.Namespace) -> int:
         source = open_text_source(spec, client=client, cache_dir=args.cache_dir, cache=not args.no_cache,
                                   offline=args.offline, mode=args.wiki_mode, maxlag=args.maxlag or None)
         stack.push_async_callback(source.aclose)
-        ids = [e for e in args.entities if terms.FREEBASE_MID.match(e) or (terms.WIKIDATA_ID.match(e) and e.startswith("Q"))]
-        needs_kg = any(terms.FREEBASE_MID.match(e) for e in ids) or (bool(ids) and not source.by_qid)
+        ids = [e for e in args.entities if dialect_of(e) is not None]  # the rest are Wikipedia titles
+        needs_kg = any(not WIKIDATA.is_item(e) for e in ids) or (bool(ids) and not source.by_qid)  # mids need P646
         kg = None
         if needs_kg:
             endpoint = args.endpoint or ("wikidata" if spec == "wikipedia" else None)
