@@ -143,3 +143,14 @@ async def test_cvt_nodes_of_the_demo_freebase_are_recognised_by_the_dialect():
         names = await fb.labels(sorted(vias))
     assert vias and all(FREEBASE.is_cvt(v, names[v].label) for v in vias)
     assert not any(WIKIDATA.is_cvt(v, names[v].label) for v in vias)
+
+
+def test_the_blocking_twin_has_the_capability_operations():
+    from kgfed.engine.kg.sync import SyncKG
+
+    with SyncKG.open(default_endpoint("wikidata"), cache=False) as wd:
+        assert wd.sitelinks(["Q42", "Q14623681"]) == {"Q42": "Douglas Adams", "Q14623681": None}
+        assert wd.by_linked_ids(["m.0282x"], FREEBASE) == {"m.0282x": ("Q42",)}
+    with SyncKG.open(default_endpoint("freebase"), cache=False) as fb:
+        with pytest.raises(Unsupported, match="no Wikipedia sitelinks"):
+            fb.sitelinks(["m.0282x"])
