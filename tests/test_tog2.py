@@ -9,7 +9,8 @@ from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.kg import KG
 from kgfed.engine.toolbox.llm import NoLLM, ReplayLLM
 from kgfed.engine.methods import get_method
-from kgfed.engine.methods.tog2 import TOG2_REASONING_PROMPT, ToG2, tog2_reasoning_prompt
+from kgfed.engine.methods.tog2 import ToG2
+from kgfed.engine.toolbox.prompts import TOG2_REASONING_PROMPT, tog2_reasoning_prompt
 from kgfed.sparql.dialects import WIKIDATA
 from kgfed.sparql.errors import KgfedError
 

@@ -26,31 +26,16 @@ from typing import Any, Protocol, runtime_checkable
 from ...sparql.errors import KgfedError
 from ..text.context import RHO, passage_edges, rank_pages, retrieve_context
 from ..toolbox.llm import EXPLORATION_TEMPERATURE, ask
-from ..toolbox.prompts import QuestionAnalysis, parse_question_analysis
+from ..toolbox.prompts import (
+    HYDRA_REFINE_PROMPT, HYDRA_SOURCE_SELECT_PROMPT, POG_SUPPLEMENT_PROMPT, QuestionAnalysis, parse_question_analysis,
+)
 from ..toolbox.pruning import score_paths
 from .base import Param, Result, Topics
-from .pog import POG_LIMITS, SUPPLEMENT_PROMPT, ClusteredPath, Graph, PoG, chain_paths, listing, parse_supplement, unique_paths
+from .pog import POG_LIMITS, ClusteredPath, Graph, PoG, chain_paths, listing, parse_supplement, unique_paths
 
 ALPHAS = (1 / 3, 1 / 3, 1 / 3)  # the paper's alpha_k = 0.33 each, taken as exactly 1/3 so that sum alpha_k = 1
 SELF_SIMILAR = 0.999  # a unit vector's float32 cosine with itself is at least this (it is 1 up to rounding)
 
-SOURCE_SELECT_PROMPT = (
-    "You are a source selection agent. Your task is to decide the most appropriate knowledge source(s) to answer a "
-    "user's question. You will be provided with up to three sources: Local Knowledge Graph (KG) Wiki Documents (Wiki) "
-    "Web Search (Web). Follow these steps carefully:\nI. Analyze the question thoroughly.\nII. Prioritize KG if "
-    "available: If KG alone is sufficient, select KG. If KG is incomplete, check if Wiki can fill the missing "
-    "information. If so, combine KG with Wiki. If neither KG nor Wiki suffices, include Web search.\nIII. If KG is "
-    "unavailable: Choose between Wiki and Web based on recency and the likely completeness of the Wiki documents.\n"
-    "Clearly state your reasoning, and then indicate your decision using these actions:\naction1 for KG\naction2 for "
-    "Wiki\naction3 for Web\nNoted, combinations allowed (e.g., [action1 + action2]).\n")
-REFINE_PROMPT = (
-    "Given a main question, an uncertain LLM-generated thinking Cot that considers all the entities, a few split "
-    "questions that you can use and finally obtain the final answer, the associated accuracy retrieved knowledge "
-    "paths from the Related_path section, and the main topic entities Please predict the additional evidence that "
-    "needs to be found to answer the current question, then provide a suitable query for retrieving this potential "
-    "evidence. and give the possible Chains of Thought that can lead to the predicted result in the same format "
-    "below, by the given knowledge path and your own knowledge.\nAnswer in this format:\nNew question: ...\n"
-    "Thinking Cot: \"topic\" - relation - answer(type) - ...\n")
 ACTIONS = {"1": "kg", "2": "wikipedia", "3": "web"}
 # PoG's prompt kinds plus HydraRAG's own, with `stop_sequences=true` (see pog.POG_LIMITS)
 HYDRA_LIMITS = {**POG_LIMITS, "source": (120, ("\nQ:",)), "refine": (160, ("\nQ:",))}
@@ -154,7 +139,7 @@ class HydraRAG(PoG):
         if not self.llm_ready or not self.p["select_sources"] or len(available) <= 1:
             return list(available)
         names = {"kg": "KG", "wikipedia": "Wiki", "web": "Web"}
-        prompt = (SOURCE_SELECT_PROMPT + f"\nQ: {question}\nProvided sources: {', '.join(names[s] for s in available)}\n"
+        prompt = (HYDRA_SOURCE_SELECT_PROMPT + f"\nQ: {question}\nProvided sources: {', '.join(names[s] for s in available)}\n"
                   f"Question analysis: {self.context(analysis)}\nA:")
         reply = await ask(self.llm, prompt, temperature=EXPLORATION_TEMPERATURE, **self.limits("source"))
         chosen = [ACTIONS[d] for d in re.findall(r"action\s*([123])", reply, re.I)]
@@ -316,7 +301,7 @@ class HydraRAG(PoG):
         history += [p for p, _ in kept]
         # refined exploration: a follow-up question and indicator over every available source at D_max
         topics_text = ", ".join(graph.name(i) for i in order)
-        reply = await ask(self.llm, REFINE_PROMPT + f"\nQ: {question}\nTopic Entity: {topics_text}\n{self.context(analysis)}"
+        reply = await ask(self.llm, HYDRA_REFINE_PROMPT + f"\nQ: {question}\nTopic Entity: {topics_text}\n{self.context(analysis)}"
                           f"Existing Knowledge Paths:\n{listing(graph, history)}\nA:",
                           temperature=EXPLORATION_TEMPERATURE, **self.limits("refine"))
         follow = re.search(r"new\s*question\s*:\s*(.+)", reply, re.I)
@@ -363,7 +348,7 @@ class HydraRAG(PoG):
     async def _predicted(self, question: str, graph: Graph, order: list[int], history: list[ClusteredPath],
                          analysis: QuestionAnalysis) -> list[ClusteredPath]:
         """Predict exploration: the LLM names likely answers; those found in G_q join the topic list (D_max)."""
-        prompt = (SUPPLEMENT_PROMPT + f"\nQ: {question}\nTopic Entity: {', '.join(graph.name(i) for i in order)}\n"
+        prompt = (POG_SUPPLEMENT_PROMPT + f"\nQ: {question}\nTopic Entity: {', '.join(graph.name(i) for i in order)}\n"
                   f"{self.context(analysis)}Existing Knowledge Paths:\n{listing(graph, history)}\nA:")
         reply = await ask(self.llm, prompt, temperature=EXPLORATION_TEMPERATURE, **self.limits("supplement"))
         found: list[ClusteredPath] = []

@@ -27,123 +27,11 @@ from typing import Any
 from ..federation.hypergraph import Hypergraph, describe, grow
 from ..federation.matching import best_matches, cosine_matrix
 from ..toolbox.llm import ANSWER_TEMPERATURE
+from ..toolbox.prompts import (
+    INSES_ANSWER_PROMPT, INSES_EXTRACT_ENTITIES_PROMPT, INSES_NAVIGATION_PROMPT, INSES_RAG_PROMPT, INSES_ROUTER_PROMPT,
+)
 from .base import Result, Topics
 from .hypergraph_method import JSON_STOP, HypergraphMethod, numbers
-
-# -- prompts (INSES appendix B, tables 4–6, and F, table 12; verbatim) -----------------------------------
-EXTRACT_ENTITIES_PROMPT = """Your task is to extract several entities from the given query, so they can be used to search a knowledge graph for clues relevant to answering the query.
-
-Return only the entities you extract, separated by commas, with no other text.
-
-Query: {query}"""
-
-NAVIGATION_PROMPT = """Your task is to provide support for complex queries and multi-hop reasoning in the knowledge graph. Based on the following query, the visited nodes and the selected triplets, as well as the current nodes and their adjacent triplets, select the triplet numbers (separated by commas) from the adjacent triplets of the current nodes that help answer the query.
-
-Selection criteria: Select the triplets that are most relevant to the query and most likely to help answer it.
-
-Then determine:
-
-1. Based on the visited nodes, the selected triplets, and the triplets you just selected, is this information sufficient to answer the query?
-
-2. If so, answer "sufficient";
-
-3. If not, answer "insufficient";
-
-Your response must be in JSON format with two fields:
-
-"determination": "sufficient/insufficient",
-
-"selection": "triplet numbers, e.g., 1, 2, 3"
-
-Query: {query}
-
-The visited nodes:
-
-{visited}
-
-The selected triplets and their corresponding source text:
-
-{selected}
-
-The current nodes:
-
-{current}
-
-The adjacent triplets and their corresponding source text:
-
-{adjacent}"""
-
-ANSWER_PROMPT = """You are a helpful assistant that provides accurate and concise answers based on the provided knowledge graph information.
-
-Please answer the following query: {query}
-
-The following information is extracted from a knowledge graph, which contains entities, relationships, and relevant text:
-
-{context}
-
-Your response must be in JSON format with two fields:
-
-1. "reasoning": Your step-by-step reasoning process based on the knowledge graph information.
-
-Explain how the entities and relationships help answer the query.
-
-2. "answer": The final answer to the query, as concise as possible without unnecessary explanations.
-
-Example response format:
-
-{{
-
-"reasoning": "Step 1: Identified entity X and its relationship to entity Y. Step 2: Found that entity Z is connected to both X and Y. Step 3: Based on these relationships, concluded that...",
-
-"answer": "Concise answer here"
-
-}}
-
-JSON Response:"""
-
-RAG_PROMPT = """You are a helpful assistant that provides accurate and concise answers based on the provided context.
-
-Please answer the following query: {query}
-
-Context information is below:
-
-{context}
-
-Your response must be in JSON format with three fields:
-
-1. "reasoning": Your step-by-step reasoning process based on the context.
-
-2. "answer": The final answer to the query, as concise as possible without unnecessary explanations.
-
-3. "confidence": The confidence level of your answer, where 0 means no confidence and 1 means complete certainty. If you cannot derive a reasonable answer from the provided context, the returned confidence level should be low.
-
-Example response format:
-
-{{
-
-"reasoning": "Step 1: ... Step 2: ... Step 3: ...",
-
-"answer": "Concise answer here",
-
-"confidence": 0.8
-
-}}
-
-JSON Response:"""
-
-# Algorithm 2 line 1 ("use LLM to determine if q is related to multi-hop (≥ 3) search") has no prompt in
-# the paper; this one is kgfed's, in the style of the tables above.
-ROUTER_PROMPT = """Your task is to decide how a query should be answered. Simple factual queries (one or two reasoning steps) can be answered from retrieved text passages; multi-hop queries need three or more reasoning steps that chain different entities through a knowledge graph.
-
-Your response must be in JSON format with two fields:
-
-"multi_hop": true or false,
-
-"reason": "one short sentence"
-
-Query: {query}
-
-JSON Response:"""
 
 # -- defaults (paper §3.5: six iterations; the rest are not given by the paper and are kgfed's) ----------
 MAX_ITER = 6
@@ -321,7 +209,7 @@ class INSES(HypergraphMethod):
     async def route(self, question: str, topics: Topics) -> dict[str, Any]:
         """Whether the question goes to naïve RAG first or straight to INSES, and why."""
         if self.llm_ready:
-            reply = await self._ask(ROUTER_PROMPT.format(query=question), "router")
+            reply = await self._ask(INSES_ROUTER_PROMPT.format(query=question), "router")
             multi = reply.get("multi_hop")
             multi = multi if isinstance(multi, bool) else str(multi).strip().lower() in {"true", "yes", "1"}
             return {"route": "inses" if multi else "rag", "multi_hop": multi, "by": "llm", "reason": str(reply.get("reason", ""))}
@@ -345,7 +233,7 @@ class INSES(HypergraphMethod):
         if not self.llm_ready:
             return {"answer": "", "confidence": 0.0, "passages": len(passages), "reason": "LLM-free: no reader for the passages"}
         context = "\n\n".join(f"[{p.title}] {p.text}" for p in passages)
-        reply = await self._ask(RAG_PROMPT.format(query=question, context=context), "rag", ANSWER_TEMPERATURE)
+        reply = await self._ask(INSES_RAG_PROMPT.format(query=question, context=context), "rag", ANSWER_TEMPERATURE)
         try:
             confidence = float(reply.get("confidence", 0.0))
         except (TypeError, ValueError):
@@ -376,7 +264,7 @@ class INSES(HypergraphMethod):
         found = [hg.add_node({kg: e}, name, topic=True) for kg, ids in topics.items() for e, name in ids.items() if kg in self.kgs]
         if found or not self.llm_ready:
             return list(dict.fromkeys(found))
-        reply = await self._ask(EXTRACT_ENTITIES_PROMPT.format(query=question), "entities", json_mode=False)
+        reply = await self._ask(INSES_EXTRACT_ENTITIES_PROMPT.format(query=question), "entities", json_mode=False)
         mentions = [m.strip() for m in reply.split(",") if m.strip()]
         for name, kg in self.kgs.items():
             for hits in (await kg.match_labels(mentions)).values() if mentions else ():
@@ -456,7 +344,7 @@ class INSES(HypergraphMethod):
         if not self.llm_ready:
             return [adjacent[k] for k in order[:self.width]], False, step_best
         shown = order[:self.max_triples]
-        prompt = NAVIGATION_PROMPT.format(
+        prompt = INSES_NAVIGATION_PROMPT.format(
             query=question,
             visited="\n".join(hg.label(v) for v in visited if v not in current) or "none",
             selected="\n".join(triple_line(hg, e) for e in selected) or "none",
@@ -477,7 +365,7 @@ class INSES(HypergraphMethod):
         extra = {"iterations": trace, "similarity_links": links, "selected": [triple_line(hg, e) for e in selected]}
         if self.llm_ready and selected:
             context = "\n".join(triple_line(hg, e) for e in selected)
-            reply = await self._ask(ANSWER_PROMPT.format(query=question, context=context), "answer", ANSWER_TEMPERATURE)
+            reply = await self._ask(INSES_ANSWER_PROMPT.format(query=question, context=context), "answer", ANSWER_TEMPERATURE)
             answer = str(reply.get("answer", "")).strip()
             ids = [hg.id_in(n) for n in ends if answer and hg.label(n).lower() == answer.lower()]
             return Result(question, answer, ids, paths, reasoning=str(reply.get("reasoning", "")), extra=extra)

@@ -30,6 +30,10 @@ from typing import Any
 
 from ..federation.hypergraph import Hypergraph, describe, grow
 from ..toolbox.llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE
+from ..toolbox.prompts import (
+    PROH_DIRECTIONS_PROMPT, PROH_FINAL_PROMPT, PROH_JUDGE_PROMPT, PROH_PATHS_PROMPT, PROH_PLAN_PROMPT, PROH_REFINE_PROMPT,
+    PROH_SCORE_PROMPT, PROH_STEP_PROMPT,
+)
 from .base import Result, Topics
 from .hypergraph_method import JSON_STOP, HypergraphMethod, numbers
 
@@ -37,93 +41,6 @@ from .hypergraph_method import JSON_STOP, HypergraphMethod, numbers
 PLAN_DEPTH, MAX_DEPTH, INITIAL_PLANS, SOLUTIONS = 3, 3, 2, 2
 BEAM, THETA_EMB, THETA_E, TARGETS, ALPHA = 3, 0.2, 0.3, 3, 0.5
 MAX_STATES, MAX_ANSWERS = 12, 2
-
-# -- prompts: the paper defers them to its repository (not available here); these are kgfed's ----------
-PLAN_PROMPT = """You are planning how to answer a question from a knowledge hypergraph. Decompose the question into a small number of sub-questions, each answerable by one or two facts, and state which sub-questions must be answered before which. Refer to the answer of sub-question k as #k.
-
-Question: {question}
-Topic entities: {topics}
-Knowledge around the topic entities (nearest first):
-{context}
-
-Your response must be in JSON format:
-{{"subquestions": [{{"id": 1, "question": "...", "depends_on": []}}, {{"id": 2, "question": "... #1 ...", "depends_on": [1]}}]}}
-
-JSON Response:"""
-
-REFINE_PROMPT = """You are refining a reasoning plan while answering a question. Some sub-questions are answered. Rewrite the unanswered sub-questions so that they use the answers found (replace #k by the answer), and add a sub-question only if it is needed.
-
-Question: {question}
-Answered sub-questions:
-{answered}
-Unanswered sub-questions:
-{open}
-
-Your response must be in JSON format:
-{{"subquestions": [{{"id": 2, "question": "...", "depends_on": [1]}}]}}
-
-JSON Response:"""
-
-SCORE_PROMPT = """Rate how relevant each entity is for answering the question, from 0 (irrelevant) to 1 (essential).
-
-Question: {question}
-Entities:
-{entities}
-
-Your response must be in JSON format, one score per entity number: {{"1": 0.9, "2": 0.1}}
-
-JSON Response:"""
-
-DIRECTIONS_PROMPT = """Select up to {b} reasoning paths over a knowledge hypergraph that are most promising to extend towards the answer of the question.
-
-Question: {question}
-Candidate paths:
-{paths}
-
-Your response must be in JSON format: {{"selection": "path numbers, e.g., 1, 2"}}
-
-JSON Response:"""
-
-PATHS_PROMPT = """Decide which reasoning paths give enough knowledge to answer the question. Select none if no path is sufficient.
-
-Question: {question}
-Candidate paths:
-{paths}
-
-Your response must be in JSON format: {{"selection": "path numbers, e.g., 1, 2, or empty"}}
-
-JSON Response:"""
-
-STEP_PROMPT = """Answer the question using only the knowledge below. Give every answer the knowledge supports, most likely first, as entity names exactly as written.
-
-Question: {question}
-Knowledge:
-{context}
-
-Your response must be in JSON format: {{"answers": ["..."]}}
-
-JSON Response:"""
-
-FINAL_PROMPT = """Answer the question using the reasoning steps and the knowledge retrieved for them.
-
-Question: {question}
-Reasoning steps:
-{steps}
-
-Your response must be in JSON format with two fields: {{"reasoning": "...", "answer": "concise answer"}}
-
-JSON Response:"""
-
-JUDGE_PROMPT = """Several reasoning processes answered the same question. Choose the answer most consistent with its reasoning path.
-
-Question: {question}
-Candidates:
-{candidates}
-
-Your response must be in JSON format: {{"choice": candidate number}}
-
-JSON Response:"""
-
 
 # -- scores (§4.5, Eqs. 2–6) ------------------------------------------------------------------------------
 def combine(scores: Iterable[float], alpha: float = ALPHA) -> float:
@@ -248,7 +165,7 @@ class PRoH(HypergraphMethod):
         keep = [n for n in nodes if se[n] >= self.theta_emb]
         llm: dict[int, float] = {}
         if self.llm_ready and keep:
-            reply = await self._ask(SCORE_PROMPT.format(question=question, entities="\n".join(
+            reply = await self._ask(PROH_SCORE_PROMPT.format(question=question, entities="\n".join(
                 f"{i}. {hg.text(n)}" for i, n in enumerate(keep, 1))), "score")
             for i, n in enumerate(keep, 1):
                 try:
@@ -285,7 +202,7 @@ class PRoH(HypergraphMethod):
         names = ", ".join(hg.label(n) for n in topics)
         dags = []
         for _ in range(self.initial_plans):
-            reply = await self._ask(PLAN_PROMPT.format(question=question, topics=names, context=context), "plan", EXPLORATION_TEMPERATURE)
+            reply = await self._ask(PROH_PLAN_PROMPT.format(question=question, topics=names, context=context), "plan", EXPLORATION_TEMPERATURE)
             dags.append(Dag.of(reply, question))
         return dags
 
@@ -332,7 +249,7 @@ class PRoH(HypergraphMethod):
         if len(cands) <= self.beam:
             return cands
         if self.llm_ready:
-            reply = await self._ask(DIRECTIONS_PROMPT.format(b=self.beam, question=question, paths="\n".join(
+            reply = await self._ask(PROH_DIRECTIONS_PROMPT.format(b=self.beam, question=question, paths="\n".join(
                 f"{i}. {self.path_text(hg, p)}" for i, p in enumerate(cands, 1))), "directions")
             chosen = [cands[i] for i in numbers(reply.get("selection", ""), len(cands))][:self.beam]
             if chosen:
@@ -348,7 +265,7 @@ class PRoH(HypergraphMethod):
         weights = await self.weights(question, hg, nodes)
         ranked = sorted(explored, key=lambda p: -path_score((n for e in p for n in hg.edges[e].nodes), weights))[:self.beam * 3]
         if self.llm_ready:
-            reply = await self._ask(PATHS_PROMPT.format(question=question, paths="\n".join(
+            reply = await self._ask(PROH_PATHS_PROMPT.format(question=question, paths="\n".join(
                 f"{i}. {self.path_text(hg, p)}" for i, p in enumerate(ranked, 1))), "paths")
             return [ranked[i] for i in numbers(reply.get("selection", ""), len(ranked))]
         sims = await self._rank_by_text(question, hg, ranked)
@@ -365,7 +282,7 @@ class PRoH(HypergraphMethod):
             if self.llm_ready:
                 await describe(hg, self.kgs, [n for e in path for n in hg.edges[e].nodes])
                 context = "\n".join(hg.edges[e].name for e in path)
-                reply = await self._ask(STEP_PROMPT.format(question=question, context=context), "step", ANSWER_TEMPERATURE)
+                reply = await self._ask(PROH_STEP_PROMPT.format(question=question, context=context), "step", ANSWER_TEMPERATURE)
                 names = [str(a).strip() for a in reply.get("answers") or [] if str(a).strip()]
                 by_label = {hg.label(n).lower(): n for e in path for n in hg.edges[e].nodes}
                 out += [(a, by_label.get(a.lower(), -1), path) for a in names[:self.max_answers]]
@@ -410,7 +327,7 @@ class PRoH(HypergraphMethod):
         open_ids = [q for lvl in dag.levels()[level + 1:] for q in lvl]
         if not self.llm_ready or not open_ids:
             return dag
-        reply = await self._ask(REFINE_PROMPT.format(
+        reply = await self._ask(PROH_REFINE_PROMPT.format(
             question=question, answered="\n".join(f"{k}. {dag.text(k)} -> {a}" for k, (a, _, _) in dag.answers.items()),
             open="\n".join(f"{k}. {dag.questions[k]}" for k in open_ids)), "refine")
         for item in reply.get("subquestions") or []:
@@ -437,11 +354,11 @@ class PRoH(HypergraphMethod):
             return Result(question, answer, [hg.id_in(node)] if node >= 0 else [], paths, reasoning=self._steps(done[0]), extra=extra)
         finals = []
         for dag in done:
-            reply = await self._ask(FINAL_PROMPT.format(question=question, steps=self._steps(dag, hg)), "final", ANSWER_TEMPERATURE)
+            reply = await self._ask(PROH_FINAL_PROMPT.format(question=question, steps=self._steps(dag, hg)), "final", ANSWER_TEMPERATURE)
             finals.append((str(reply.get("answer", "")).strip(), str(reply.get("reasoning", ""))))
         choice = 0
         if len({a.lower() for a, _ in finals}) > 1:
-            reply = await self._ask(JUDGE_PROMPT.format(question=question, candidates="\n".join(
+            reply = await self._ask(PROH_JUDGE_PROMPT.format(question=question, candidates="\n".join(
                 f"{i}. {a} (because: {self._steps(d)})" for i, ((a, _), d) in enumerate(zip(finals, done), 1))), "judge",
                 ANSWER_TEMPERATURE)
             picked = numbers(reply.get("choice", ""), len(finals))

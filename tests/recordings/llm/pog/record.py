@@ -19,8 +19,14 @@ from pathlib import Path
 from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.kg import KG
 from kgfed.engine.toolbox.llm import LLM, Completion, ReplayLLM
-from kgfed.engine.methods.hydra import REFINE_PROMPT, SOURCE_SELECT_PROMPT, HydraRAG
-from kgfed.engine.methods.pog import EVALUATE_PROMPT, GENERATE_PROMPT, SUMMARY_PROMPT, SUPPLEMENT_PROMPT, PoG
+from kgfed.engine.methods.hydra import HydraRAG
+from kgfed.engine.methods.pog import PoG
+from kgfed.engine.toolbox.prompts import HYDRA_REFINE_PROMPT as REFINE_PROMPT
+from kgfed.engine.toolbox.prompts import HYDRA_SOURCE_SELECT_PROMPT as SOURCE_SELECT_PROMPT
+from kgfed.engine.toolbox.prompts import POG_EVALUATE_PROMPT as EVALUATE_PROMPT
+from kgfed.engine.toolbox.prompts import POG_GENERATE_PROMPT as GENERATE_PROMPT
+from kgfed.engine.toolbox.prompts import POG_SUMMARY_PROMPT as SUMMARY_PROMPT
+from kgfed.engine.toolbox.prompts import POG_SUPPLEMENT_PROMPT as SUPPLEMENT_PROMPT
 from kgfed.engine.toolbox.prompts import POG_PATH_SELECT_PROMPT, POG_QUESTION_ANALYSIS_PROMPT
 
 HERE = Path(__file__).resolve().parent
