@@ -45,6 +45,9 @@ from ..sparql.results import Expect, SelectResult, Term, check_answer, check_que
 
 DEFAULT_CACHE_DIR = Path(CacheSpec.of(None).location)  # kept for old imports; the root is `cache.root`
 FORMAT = 2  # entry layout version; part of the key, so other layouts are never read
+# After this many reads from disk, a process is replaying: a store of at most SNAPSHOT_LIMIT entries is
+# read whole in one SQL pass (about 2 µs an entry against 50-150 µs for one diskcache `get`).
+SNAPSHOT_AFTER, SNAPSHOT_LIMIT = 256, 50_000
 _NEW_TERM = tuple.__new__
 
 
@@ -148,6 +151,8 @@ class ResponseCache:
         self._memory: OrderedDict[str, Entry] = OrderedDict()
         self._memory_size = memory
         self._pending: dict[str, bytes] = {}  # queued for the writer, not yet committed
+        self._reads = 0  # reads from the store so far (SNAPSHOT_AFTER)
+        self._snapshot: dict[str, bytes] = {}  # stored blobs read at once, not yet decoded (taken on first use)
         self._queue: list[tuple[str, bytes]] = []
         self._wakeup = threading.Condition()
         self._write_lock = threading.Lock()
@@ -169,7 +174,12 @@ class ResponseCache:
             return found
         blob = self._pending.get(key)
         if blob is None:
+            blob = self._snapshot.pop(key, None) if self._snapshot else None
+        if blob is None:
             blob = self._store.get(key)
+            self._reads += 1
+            if self._reads == SNAPSHOT_AFTER and callable(getattr(self._store, "snapshot", None)):
+                self._snapshot = self._store.snapshot(SNAPSHOT_LIMIT) or {}
             if blob is None:
                 return None
         found = decode(blob) if isinstance(blob, bytes) else None
@@ -211,6 +221,7 @@ class ResponseCache:
             raise Closed(f"the response cache at {self.location} is closed: open a new ResponseCache")
         created = time.time()
         blob = encode(result, source, created)
+        self._snapshot.pop(key, None)  # never serve the value read before this one
         self._remember(key, Entry(created, source, result))
         with self._wakeup:
             self._pending[key] = blob
@@ -261,6 +272,7 @@ class ResponseCache:
     def delete(self, key: str) -> None:
         self.flush()
         self._memory.pop(key, None)
+        self._snapshot.pop(key, None)
         self._store.delete(key)
 
     # -- housekeeping ----------------------------------------------------------------------------
@@ -275,6 +287,7 @@ class ResponseCache:
     def clear(self) -> None:
         self.flush()
         self._memory.clear()
+        self._snapshot.clear()
         self._store.clear()
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ adds its writer thread on top).
 from __future__ import annotations
 
 import os
+import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -131,6 +132,20 @@ class DiskStore:
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         return [self.get(key) for key in keys]
+
+    def snapshot(self, limit: int) -> dict[str, bytes] | None:
+        """Every value stored inline (bytes under a str key, unexpired) read in one SQL pass, when the store
+        holds at most `limit` entries, else None. About 2 µs an entry against 50-150 µs for one `get`
+        (a replay reads its whole cache); a value kept in a file of its own is left to `get`."""
+        try:
+            if len(self.cache) > limit:
+                return None
+            rows = self.cache._sql(  # diskcache's table: raw str keys, MODE_RAW (1) bytes stored inline
+                "SELECT key, value FROM Cache WHERE raw = 1 AND mode = 1 AND filename IS NULL"
+                " AND (expire_time IS NULL OR expire_time > ?)", (time.time(),)).fetchall()
+        except Exception:  # noqa: BLE001 - another diskcache layout: single reads still work
+            return None
+        return {key: bytes(value) for key, value in rows if type(key) is str and value is not None}
 
     def set(self, key: str, value: bytes) -> None:
         self.cache.set(key, value)

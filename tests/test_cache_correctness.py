@@ -109,6 +109,30 @@ def test_writes_are_batched_and_read_back_before_and_after_the_flush(cache_root)
     again.close()
 
 
+def test_a_replay_reads_the_store_at_once_and_a_newer_write_still_wins(cache_root):
+    from kgfed.cache import responses
+
+    cache = ResponseCache(cache_root)
+    old, new = (SelectResult(["x"], [{"x": Term("literal", v)}]) for v in ("old", "new"))
+    for i in range(responses.SNAPSHOT_AFTER + 50):
+        cache.set(f"k{i}", SelectResult(["x"], [{"x": Term("uri", f"http://x/{i}")}]))
+    cache.set("late", old)
+    cache.close()
+    again = ResponseCache(cache_root, memory=0)
+    for i in range(responses.SNAPSHOT_AFTER):  # single reads, then the whole store in one pass
+        assert again.get(f"k{i}").rows == [{"x": Term("uri", f"http://x/{i}")}]
+    disk = again.spec.backend == "disk"  # Redis reads many keys at once through prefetch (MGET) instead
+    assert len(again._snapshot) == (responses.SNAPSHOT_AFTER + 51 if disk else 0)
+    key = f"k{responses.SNAPSHOT_AFTER + 7}"
+    assert again.get(key).rows == [{"x": Term("uri", f"http://x/{responses.SNAPSHOT_AFTER + 7}")}]
+    assert again._reads == responses.SNAPSHOT_AFTER + (0 if disk else 1)  # from the snapshot: no store read
+    again.set("late", new)  # written after the snapshot: the snapshot's older value is never served
+    again._memory.clear()
+    again.flush()
+    assert again.get("late") == new and again.get("missing") is None
+    again.close()
+
+
 def test_a_killed_process_loses_at_most_its_unflushed_batch_and_never_corrupts(cache_root):
     script = textwrap.dedent(f"""
         import sys, time
