@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from ...cache.costs import track
 from ...sparql.errors import KgfedError
 from ..kg.facade import KG
-from ..toolbox.llm import DEFAULT_MAX_TOKENS, ask, prompt_limits
+from ..toolbox.llm import DEFAULT_MAX_TOKENS, ask, llm_ready, prompt_limits
 from ..kg.model import Edge
 
 Topics = dict[str, dict[str, str]]  # kg name -> {short id: name}
@@ -210,7 +210,7 @@ class Method(ABC):
     @property
     def llm_ready(self) -> bool:
         """Whether an LLM answers (False without one or with `NoLLM`: the method runs LLM-free)."""
-        return self.llm is not None and bool(getattr(self.llm, "available", False))
+        return llm_ready(self.llm)
 
     def limits(self, kind: str) -> dict[str, Any]:
         """`max_tokens` (and, with the `stop_sequences` parameter, the kind's cap and stops) for one prompt kind."""

@@ -114,6 +114,11 @@ class LLM(ABC):
         return f"<{type(self).__name__} {self.name}:{self.model}>"
 
 
+def llm_ready(llm: "LLM | None") -> bool:
+    """Whether `llm` answers: False without one and for `NoLLM` (then methods run LLM-free). The one test of it."""
+    return llm is not None and bool(getattr(llm, "available", False))
+
+
 class NoLLM(LLM):
     """The LLM-free provider: `available` is False and `complete` raises; methods fall back to SBERT/BM25."""
 

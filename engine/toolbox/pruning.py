@@ -19,7 +19,7 @@ from typing import Literal
 from ...cache.costs import charge
 from ...sparql.errors import KgfedError, LLMError
 from .embeddings import Embedder, default_embedder
-from .llm import DEFAULT_MAX_TOKENS, PRUNING_TEMPERATURE, LLM
+from .llm import DEFAULT_MAX_TOKENS, PRUNING_TEMPERATURE, LLM, llm_ready
 from .prompts import (
     TOG_SYSTEM, parse_entity_scores, parse_path_selection, parse_relation_scores, pog_path_select_prompt,
     tog_entity_prompt, tog_relation_prompt,
@@ -51,10 +51,6 @@ def bm25_scores(query: str, docs: Sequence[str]) -> list[float]:
     retriever = bm25s.BM25()
     retriever.index(corpus, show_progress=False)
     return [float(x) for x in retriever.get_scores(terms)]
-
-
-def _llm_ready(llm: LLM | None) -> bool:
-    return llm is not None and llm.available
 
 
 def _check_method(method: str) -> str:
@@ -98,7 +94,7 @@ async def score_relations(question: str, relations: Sequence[str], *, method: Sc
     candidates = sorted(set(relations))
     if not candidates:
         return []
-    if method == "llm" and _llm_ready(llm):
+    if method == "llm" and llm_ready(llm):
         prompt = tog_relation_prompt(question, entity, candidates, width, wiki=wiki)
         reply = await llm.complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system,
                                    stop=list(stop) if stop else None)
@@ -121,7 +117,7 @@ async def score_entities(question: str, candidates: Sequence[str], *, relation: 
     names = list(candidates)
     if len(names) <= 1:
         return [(name, 1.0) for name in names]
-    if method == "llm" and _llm_ready(llm):
+    if method == "llm" and llm_ready(llm):
         order = sorted(range(len(names)), key=lambda i: names[i])
         shown = [names[i] for i in order]
         reply = await llm.complete(tog_entity_prompt(question, relation, shown, wiki=wiki),
@@ -151,7 +147,7 @@ async def score_paths(question: str, paths: Sequence[str], *, method: ScoreMetho
     texts = list(paths)
     if not texts:
         return []
-    if method == "llm" and _llm_ready(llm):
+    if method == "llm" and llm_ready(llm):
         selector = _Selector(question, analysis, query or question, llm, embedder, temperature, max_tokens, system, stop)
         chosen = await selector.precise(texts, width or len(texts))
         return [(texts[i], 1.0 / (rank + 1)) for rank, i in enumerate(chosen)]
@@ -232,7 +228,7 @@ class _Selector:
     async def precise(self, texts: Sequence[str], k: int) -> list[int]:
         """Indices of the k texts the LLM selects (batches of 40 asked concurrently, repeated until ≤ k)."""
         alive = list(range(len(texts)))
-        if not _llm_ready(self.llm):
+        if not llm_ready(self.llm):
             return await self.fuzzy(texts, k)
         while len(alive) > k:
             batches = [alive[i:i + PATHS_PER_CALL] for i in range(0, len(alive), PATHS_PER_CALL)]
