@@ -365,7 +365,7 @@ class PoG(Method):
         seeds = {kg: list(ids) for kg, ids in topics.items() if kg in self.kgs and ids}
         if not seeds:
             raise KgfedError(f"no topic entity in {', '.join(self.kgs)}: give --topic ID or a question naming an entity")
-        aligner = Aligner(self.kgs, methods=self.p["align"]) if self.p["align"] is not None else None
+        aligner = Aligner(self.kgs, methods=self.p["align"], embedder=self.embedder) if self.p["align"] is not None else None
         merged = await expand(seeds, self.kgs, hops=self.p["max_depth"], width=self.p["relation_width"],
                               limit=self.p["neighbor_limit"], aligner=aligner)
         graph = Graph(merged)

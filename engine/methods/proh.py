@@ -140,7 +140,7 @@ class PRoH(HypergraphMethod):
         if len(self.kgs) > 1:
             from ..federation.align import Aligner
 
-            aligner = Aligner(self.kgs)
+            aligner = Aligner(self.kgs, embedder=self.embedder)  # the run's embedder for the SBERT rule
         await grow(hg, self.kgs, nodes, width=self.hop_width, limit=self.limit, aligner=aligner)
 
     # -- anchoring (§4.2) ---------------------------------------------------------------------------------
