@@ -356,4 +356,28 @@ def test_pog_recorded_run_verdicts_answers_costs_and_fallbacks():
     assert all(re.fullmatch(r"Answer: top_list: \{Path \d+, Path \d+, Path \d+\}", r["text"]) for r in kinds["select"])
     assert _results("pog", "cwq5") == ["{Guatemala}", "{Mike Tomlin}", "{Harrison Ford}"]
     assert _totals("pog", "cwq5") == {"llm_calls": 23, "input_tokens": 17056, "output_tokens": 1194, "parse_fallbacks": 1,
+
+
+@pytest.mark.skipif(not (REAL / "hydra" / "sidecar.json").is_file(), reason="no real HydraRAG recordings")
+def test_hydra_recorded_run_fallbacks_answers_and_costs():
+    """HydraRAG's real source-selection replies reason step by step past their 120-token cap without an `actionN`:
+    every available source is used (the selector's fallback), counted; path selections that name entities instead
+    of paths (`top_list: {Panama, Guatemala}`) are unreadable: that batch is ranked by SBERT, counted."""
+    from kgfed.engine.toolbox.prompts import parse_path_selection
+
+    kinds = _by_kind("hydra")
+    assert len(kinds["source"]) == 2 and all(r["output_tokens"] == 120 and not re.search(r"action\s*[123]", r["text"], re.I)
+                                             for r in kinds["source"])
+    named = [r["text"] for r in kinds["select"] if not re.search(r"Path \d", r["text"])]
+    assert sorted(named) == ["Answer: top_list: {Central America, Guatemala}", "Answer: top_list: {Panama, Guatemala}"]
+    for text in named:
+        with pytest.raises(LLMError, match="selected none of the"):
+            parse_path_selection(text, 20)
+    # the refined exploration's follow-up question is read from `New question: …`
+    assert all(re.match(r"New question: .+\?", r["text"]) for r in kinds["refine"])
+    assert _results("hydra", "cwq5") == ["{Guatemala}"] and _results("hydra", "federation3") == ["{Canada}"]
+    assert _totals("hydra", "cwq5") == {"llm_calls": 10, "input_tokens": 6719, "output_tokens": 716, "parse_fallbacks": 3,
+                                        "fallbacks per question": [3]}
+    assert _totals("hydra", "federation3") == {"llm_calls": 6, "input_tokens": 2353, "output_tokens": 294, "parse_fallbacks": 1,
+                                               "fallbacks per question": [1]}
                                       "fallbacks per question": [1, 0, 0]}
