@@ -202,6 +202,7 @@ class Flaky(Method):
     """Waits `delay` seconds, then fails on the "…born?" questions and finds nothing for the rest (an empty answer)."""
 
     name = "flaky"
+    PARAMS = {"delay": 0.0}  # --param delay=SECONDS
 
     async def _answer(self, question: str, topics) -> Result:
         await asyncio.sleep(float(self.params.get("delay", 0)))
