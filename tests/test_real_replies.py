@@ -289,12 +289,11 @@ def test_tog2_recorded_run_verdicts_costs_and_fallbacks():
 
 # -- PoG and HydraRAG: the real model's replies per prompt kind ---------------------------------------------
 def _pog_kinds() -> list[tuple[str, str]]:
-    from kgfed.engine.methods import hydra, pog
-    from kgfed.engine.toolbox.prompts import POG_PATH_SELECT_PROMPT, POG_QUESTION_ANALYSIS_PROMPT
+    from kgfed.engine.toolbox import prompts as P
 
-    return [("analysis", POG_QUESTION_ANALYSIS_PROMPT), ("select", POG_PATH_SELECT_PROMPT), ("summary", pog.SUMMARY_PROMPT),
-            ("evaluate", pog.EVALUATE_PROMPT), ("generate", pog.GENERATE_PROMPT), ("supplement", pog.SUPPLEMENT_PROMPT),
-            ("source", hydra.SOURCE_SELECT_PROMPT), ("refine", hydra.REFINE_PROMPT)]
+    return [("analysis", P.POG_QUESTION_ANALYSIS_PROMPT), ("select", P.POG_PATH_SELECT_PROMPT), ("summary", P.POG_SUMMARY_PROMPT),
+            ("evaluate", P.POG_EVALUATE_PROMPT), ("generate", P.POG_GENERATE_PROMPT), ("supplement", P.POG_SUPPLEMENT_PROMPT),
+            ("source", P.HYDRA_SOURCE_SELECT_PROMPT), ("refine", P.HYDRA_REFINE_PROMPT)]
 
 
 def _by_kind(method: str) -> dict[str, list[dict]]:
@@ -356,6 +355,7 @@ def test_pog_recorded_run_verdicts_answers_costs_and_fallbacks():
     assert all(re.fullmatch(r"Answer: top_list: \{Path \d+, Path \d+, Path \d+\}", r["text"]) for r in kinds["select"])
     assert _results("pog", "cwq5") == ["{Guatemala}", "{Mike Tomlin}", "{Harrison Ford}"]
     assert _totals("pog", "cwq5") == {"llm_calls": 23, "input_tokens": 17056, "output_tokens": 1194, "parse_fallbacks": 1,
+                                      "fallbacks per question": [1, 0, 0]}
 
 
 @pytest.mark.skipif(not (REAL / "hydra" / "sidecar.json").is_file(), reason="no real HydraRAG recordings")
@@ -380,4 +380,3 @@ def test_hydra_recorded_run_fallbacks_answers_and_costs():
                                         "fallbacks per question": [3]}
     assert _totals("hydra", "federation3") == {"llm_calls": 6, "input_tokens": 2353, "output_tokens": 294, "parse_fallbacks": 1,
                                                "fallbacks per question": [1]}
-                                      "fallbacks per question": [1, 0, 0]}

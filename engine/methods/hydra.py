@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ...cache.costs import charge
 from ...sparql.errors import KgfedError
 from ..text.context import RHO, passage_edges, rank_pages, retrieve_context
 from ..toolbox.llm import EXPLORATION_TEMPERATURE, ask
@@ -144,6 +145,8 @@ class HydraRAG(PoG):
         reply = await ask(self.llm, prompt, temperature=EXPLORATION_TEMPERATURE, **self.limits("source"))
         chosen = [ACTIONS[d] for d in re.findall(r"action\s*([123])", reply, re.I)]
         chosen = [s for s in dict.fromkeys(chosen) if s in available]
+        if not chosen:  # no readable action (a real reply reasoned past its token cap): every source, counted
+            charge("parse_fallbacks")
         return chosen or list(available)
 
     # -- retrieval --
