@@ -74,7 +74,7 @@ def test_ask_over_two_kgs_keeps_each_edge_kg(capsys):
 @pytest.mark.parametrize("extra, message", [
     (["--topic", "Q42x"], "fits none of the KGs"),
     (["--llm", "replay:/nonexistent/replies"], "does not exist"),
-    (["--param", "width=0"], "width and depth must be"),
+    (["--param", "width=0"], "invalid parameter width=0 for tog: expected a value ≥ 1"),
     (["--method", "nosuch"], "unknown method"),
     (["--view", "/nonexistent/dir/p.html"], "does not exist"),
 ])
