@@ -96,7 +96,8 @@ _TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", 
 class Param:
     """One declared method parameter: its default, the type a given value is cast to, what it accepts.
 
-    `kind` is the default's type (int for a None default); `low` the least number accepted (None: any);
+    `kind` is the default's type (int for a None default); `low` the least number accepted (0 unless given;
+    None: any);
     `choices` the accepted values (empty: any); None is accepted when the default is None or `none` is set.
     A `Method.PARAMS` entry may be a bare default, which means `Param(default)`.
     """
