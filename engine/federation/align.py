@@ -214,7 +214,8 @@ class Aligner:
 
         Identifier and label links may point outside the pools; SBERT matches only pool against pool.
         `labels`: KG name → {id: its label, or None for none} the caller already holds (an expansion's
-        edges name most entities); the label step asks the KG only for the other ids.
+        edges name most entities); the label step asks the KG only for the other ids, and adds what it
+        asked to these dicts (so the caller never asks them again).
         """
         labels = labels or {}
         checked = {}
@@ -329,12 +330,15 @@ class Aligner:
         return {i: {**o, "method": "sbert"} for i, o in out.items()}
 
     async def _labels_of(self, kg: str, ids: Sequence[str], known: Mapping[str, str | None] | None) -> dict[str, Label]:
-        """Labels of `ids` in KG `kg`: from `known` (id → label, None for none) where it has them, else asked."""
-        known = known or {}
+        """Labels of `ids` in KG `kg`: from `known` (id → label, None for none) where it has them, else asked
+        (and added to `known` when it is a dict)."""
+        known = {} if known is None else known
         ids = list(dict.fromkeys(ids))
         asked = [i for i in ids if i not in known]
         fetched = await self.kgs[kg].labels(asked) if asked else {}
-        return {i: fetched[i] if i not in known else Label(i, known[i], None, ()) for i in ids}
+        if asked and isinstance(known, dict):
+            known.update((i, fetched[i].label) for i in asked)
+        return {i: fetched[i] if i in fetched else Label(i, known[i], None, ()) for i in ids}
 
     async def _by_embedding(self, s: str, t: str, candidates: Mapping[str, Sequence[str]], *, mutual: bool,
                             describe: bool, known: tuple[Mapping[str, str | None] | None, ...] = (None, None)) -> dict[str, Outcome]:

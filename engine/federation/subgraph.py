@@ -193,16 +193,20 @@ async def expand(
                     new[name].add(edge.entity)
         if hop < hops and len(kgs) > 1 and any(new.values()):  # expand what one KG reached in the others too
             pools = {name: sorted(ids) for name, ids in new.items()}
-            for a in await aligner.align_pools(pools, labels=await state.known_labels(pools)):
+            known = state.known_labels(pools)
+            for a in await aligner.align_pools(pools, labels=known):
                 for kg, entity in (a.target_kg, a.target), (a.source_kg, a.source):
                     if state.reach(kg, entity, hop):
                         new[kg].add(entity)
+            state.absorb(known)
         frontier = new
     report(f"aligning {sum(map(len, state.seen.values()))} entities", hops, total)
     alignments = []
     if len(kgs) > 1:
         pools = {n: list(ids) for n, ids in state.seen.items()}
-        alignments = await aligner.align_pools(pools, labels=await state.known_labels(pools))
+        known = state.known_labels(pools)
+        alignments = await aligner.align_pools(pools, labels=known)
+        state.absorb(known)
     report("labels", hops + 1, total)
     merged = await state.build(alignments)
     report("done", total, total)
@@ -324,10 +328,19 @@ class _State:
                 merged.edges.append(link)
         return merged
 
-    async def known_labels(self, pools: Mapping[str, Sequence[str]]) -> dict[str, dict[str, str | None]]:
-        """Each pool entity's label (None: it has none), those no edge named asked now: what aligning by label reads."""
-        await self._fetch_labels((kg, entity) for kg, ids in pools.items() for entity in ids)
-        return {kg: {entity: self.labels[kg].get(entity) for entity in ids} for kg, ids in pools.items()}
+    def known_labels(self, pools: Mapping[str, Sequence[str]]) -> dict[str, dict[str, str | None]]:
+        """The labels known so far of the pools' entities (None: asked, it has none), for aligning by label;
+        the aligner adds those it asks for (`absorb` them after)."""
+        return {kg: {e: self.labels[kg].get(e) for e in ids if e in self.labels[kg] or (kg, e) in self.asked}
+                for kg, ids in pools.items()}
+
+    def absorb(self, known: Mapping[str, Mapping[str, str | None]]) -> None:
+        """Record labels asked elsewhere (found or not), so they are never asked again."""
+        for kg, labels in known.items():
+            for entity, label in labels.items():
+                if label:
+                    self.labels[kg].setdefault(entity, label)
+                self.asked.add((kg, entity))
 
     async def _fetch_labels(self, keys: Iterable[Key]) -> None:
         missing: dict[str, list[str]] = defaultdict(list)
