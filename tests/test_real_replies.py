@@ -409,3 +409,29 @@ def test_inses_recorded_run_json_replies_answers_and_costs():
                                         "fallbacks per question": [0]}
     assert _totals("inses", "federation3") == {"llm_calls": 4, "input_tokens": 2091, "output_tokens": 253, "parse_fallbacks": 0,
                                                "fallbacks per question": [0]}
+
+
+@pytest.mark.skipif(not (REAL / "proh" / "sidecar.json").is_file(), reason="no real PRoH recordings")
+def test_proh_recorded_run_scores_plans_steps_and_costs():
+    """PRoH's real replies are all readable JSON (fenced or bare, once after a line of prose): entity scores per
+    number, plans as sub-question DAGs, step answers. On the federation question the steps answered Canada eight times
+    and USA once, and the final answer prompt still wrote "United States" (reasoning from the piano): the recorded miss."""
+    from kgfed.engine.methods.proh import Dag
+    from kgfed.engine.toolbox import prompts as P
+    from kgfed.engine.toolbox.prompts import json_object
+
+    replies = _replies("proh")
+    assert all(json_object(r["text"]) for r in replies)  # no parse fallback in either run
+    scores = [json_object(r["text"]) for r in _json_replies("proh", P.PROH_SCORE_PROMPT[:60])]
+    assert scores and all(set(map(float, s.values())) <= {0.1, 0.9} for s in scores)
+    plans = [Dag.of(json_object(r["text"]), "q") for r in _json_replies("proh", P.PROH_PLAN_PROMPT[:60])]
+    assert [len(plan.questions) for plan in plans] == [2, 2] and all(plan.levels()[0] == [1] for plan in plans)
+    steps = sorted(a for r in _json_replies("proh", P.PROH_STEP_PROMPT[:60]) for a in json_object(r["text"])["answers"])
+    assert steps.count("Canada") == 8 and steps.count("USA") == 1 and steps.count("Guatemala City") == 8
+    finals = sorted(json_object(r["text"])["answer"] for r in _json_replies("proh", P.PROH_FINAL_PROMPT[:60]))
+    assert finals == ["Guatemala", "United States"]
+    assert _results("proh", "cwq5") == ["{Guatemala}"] and _results("proh", "federation3") == ["{United States}"]
+    assert _totals("proh", "cwq5") == {"llm_calls": 24, "input_tokens": 3267, "output_tokens": 637, "parse_fallbacks": 0,
+                                       "fallbacks per question": [0]}
+    assert _totals("proh", "federation3") == {"llm_calls": 19, "input_tokens": 3060, "output_tokens": 734, "parse_fallbacks": 0,
+                                              "fallbacks per question": [0]}
