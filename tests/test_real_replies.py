@@ -347,15 +347,18 @@ def test_pog_recorded_run_verdicts_answers_costs_and_fallbacks():
     generation prompt is asked; one generated answer came without braces (its first line kept, a parse fallback)."""
     kinds = _by_kind("pog")
     verdicts = sorted(r["text"].split("\n")[0] for r in kinds["evaluate"])
-    assert verdicts == ["No", "No", "No", "Yes", "Yes"]
+    assert verdicts == ["No", "No", "No", "Yes", "Yes", "Yes"]
     assert all(parse_sufficient(r["text"]) is (r["text"] == "Yes") and extract_answer(r["text"]) == "" for r in kinds["evaluate"])
     generated = sorted(r["text"] for r in kinds["generate"])
-    assert generated == ["Guatemala", "{Harrison Ford}", "{Mike Tomlin}"]
+    assert generated == ["Guatemala", "{Canada}", "{Harrison Ford}", "{Mike Tomlin}"]
     # every path selection reply was `Answer: top_list: {Path i, Path j, Path k}`, cut at "\nExplanation"
     assert all(re.fullmatch(r"Answer: top_list: \{Path \d+, Path \d+, Path \d+\}", r["text"]) for r in kinds["select"])
     assert _results("pog", "cwq5") == ["{Guatemala}", "{Mike Tomlin}", "{Harrison Ford}"]
+    assert _results("pog", "federation3") == ["{Canada}"]
     assert _totals("pog", "cwq5") == {"llm_calls": 23, "input_tokens": 17056, "output_tokens": 1194, "parse_fallbacks": 1,
                                       "fallbacks per question": [1, 0, 0]}
+    assert _totals("pog", "federation3") == {"llm_calls": 5, "input_tokens": 2124, "output_tokens": 160, "parse_fallbacks": 0,
+                                             "fallbacks per question": [0]}
 
 
 @pytest.mark.skipif(not (REAL / "hydra" / "sidecar.json").is_file(), reason="no real HydraRAG recordings")
