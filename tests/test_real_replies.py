@@ -431,13 +431,14 @@ def test_proh_recorded_run_scores_plans_steps_and_costs():
     scores = [json_object(r["text"]) for r in _json_replies("proh", P.PROH_SCORE_PROMPT[:60])]
     assert scores and all(set(map(float, s.values())) <= {0.1, 0.9} for s in scores)
     plans = [Dag.of(json_object(r["text"]), "q") for r in _json_replies("proh", P.PROH_PLAN_PROMPT[:60])]
-    assert [len(plan.questions) for plan in plans] == [2, 2] and all(plan.levels()[0] == [1] for plan in plans)
+    assert [len(plan.questions) for plan in plans] == [2, 2, 2, 2] and all(plan.levels()[0] == [1] for plan in plans)
     steps = sorted(a for r in _json_replies("proh", P.PROH_STEP_PROMPT[:60]) for a in json_object(r["text"])["answers"])
     assert steps.count("Canada") == 8 and steps.count("USA") == 1 and steps.count("Guatemala City") == 8
     finals = sorted(json_object(r["text"])["answer"] for r in _json_replies("proh", P.PROH_FINAL_PROMPT[:60]))
-    assert finals == ["Guatemala", "United States"]
-    assert _results("proh", "cwq5") == ["{Guatemala}"] and _results("proh", "federation3") == ["{United States}"]
-    assert _totals("proh", "cwq5") == {"llm_calls": 24, "input_tokens": 3267, "output_tokens": 637, "parse_fallbacks": 0,
-                                       "fallbacks per question": [0]}
-    assert _totals("proh", "federation3") == {"llm_calls": 19, "input_tokens": 3060, "output_tokens": 734, "parse_fallbacks": 0,
-                                              "fallbacks per question": [0]}
+    assert finals == ["Guatemala", "Mike Tomlin", "Russian", "United States"]
+    assert _results("proh", "cwq5") == ["{Guatemala}", "{Mike Tomlin}"]
+    assert _results("proh", "federation3") == ["{United States}", "{Russian}"]
+    assert _totals("proh", "cwq5") == {"llm_calls": 35, "input_tokens": 5202, "output_tokens": 1007, "parse_fallbacks": 0,
+                                       "fallbacks per question": [0, 0]}
+    assert _totals("proh", "federation3") == {"llm_calls": 38, "input_tokens": 9140, "output_tokens": 1614, "parse_fallbacks": 0,
+                                              "fallbacks per question": [0, 0]}
