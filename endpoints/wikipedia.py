@@ -7,7 +7,7 @@
 Both sources implement `TextSource`: `await source.pages(keys) -> {key: Page}`, one `Page` per key
 asked, with `text=None` and a `reason` when there is no text (missing page, invalid title, failed
 request). `WikipediaSource` sends titles only (Q-ids are resolved to titles by the caller through the
-KG's sitelinks, see `kgfed.engine.context`); `JsonlSource` answers Q-ids, titles and labels.
+KG's sitelinks, see `kgfed.engine.text.context`); `JsonlSource` answers Q-ids, titles and labels.
 
 Etiquette: every request goes through the run's shared `HttpClient` (User-Agent with contact, at most
 3 parallel requests and a per-minute budget per Wikipedia host, 429 + Retry-After, an optional OAuth
