@@ -20,11 +20,12 @@ from dataclasses import dataclass, replace
 from collections.abc import Mapping
 from typing import Any
 
+from ..sparql.dialects import DIALECTS
 from ..sparql.errors import KgfedError, UnknownEndpoint
 
-DIALECT_NAMES = ("freebase", "wikidata")
+DIALECT_NAMES = tuple(d.name for d in DIALECTS)  # what a KG name or a `DIALECT@` prefix may say
 _KG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
-_DIALECT_PREFIX = re.compile(r"(freebase|wikidata)@(.+)")
+_DIALECT_PREFIX = re.compile(rf"({'|'.join(map(re.escape, DIALECT_NAMES))})@(.+)")
 
 
 @dataclass(frozen=True)
@@ -145,11 +146,9 @@ class AlignOptions:
 LIVE_PREFIXES = ("wikidata", "qlever-", "http://", "https://")
 
 
-def default_text_source(endpoints: str | None | list[KGSpec]) -> str:
+def default_text_source(*endpoints: str | None) -> str:
     """`wikipedia` beside a live KG endpoint (any of `endpoints`), else `demo` (the bundled extracts)."""
-    if isinstance(endpoints, list):
-        return "wikipedia" if any(default_text_source(spec.endpoint) == "wikipedia" for spec in endpoints) else "demo"
-    return "wikipedia" if endpoints and endpoints.startswith(LIVE_PREFIXES) else "demo"
+    return "wikipedia" if any(e and e.startswith(LIVE_PREFIXES) for e in endpoints) else "demo"
 
 
 DEFAULT_KGS = ("freebase", "wikidata")

@@ -22,7 +22,8 @@ from typing import Any
 
 from ...sparql.dialects import COMPOUND_SEP, Dialect, get_dialect
 from ...sparql.errors import InvalidIdentifier, KgfedError
-from .align import RANK, Aligner, Alignment, best_matches
+from .align import RANK, Aligner, Alignment
+from .matching import best_matches
 from ..kg.facade import KG
 from ..kg.model import Edge, Relation
 

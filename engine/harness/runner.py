@@ -67,7 +67,7 @@ class RunSpec:
         processes and Ray actors on any node open the same stores."""
         from ...cache.root import CacheSpec
 
-        options = {**KG_OPTION_DEFAULTS, **self.kg_options}
+        options = self._options()
         root = CacheSpec.of(options["cache_dir"])
         if not options["no_cache"]:
             options["cache_dir"] = root.location

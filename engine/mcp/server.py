@@ -356,7 +356,7 @@ class Engine:
                 from ..config import default_text_source
                 from ..text.context import open_text_source
 
-                spec = self.options.text_source or default_text_source(list(self.options.kgs))
+                spec = self.options.text_source or default_text_source(*(kg.endpoint for kg in self.options.kgs))
                 client = None
                 if spec == "wikipedia":
                     client = self._http_client()
