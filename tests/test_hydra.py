@@ -114,6 +114,24 @@ async def test_text_and_web_sources_join_the_evidence(questions):
     assert result.answer in {"Austria", "Liechtenstein", "Germany", "Switzerland", "Belgium", "Luxembourg"}
 
 
+async def test_relevance_pool_embeds_only_the_best_kg_paths_by_step_score(questions):
+    q = questions["WebQTest-827"]  # what country does justin bieber come from?
+    async with fed() as kgs:
+        hydra = HydraRAG(kgs, NoLLM(), relevance_pool=5)
+        graph, topics = await hydra.detect(q.topics)
+        paths = await hydra.structured(graph, topics, 3, q.text, exact=False)
+        text = hydra._text_path(graph, topics[0], "{Justin Bieber} -[wiki]-> \"born in London, Ontario\"", "wikipedia")
+        kept = await hydra.relevance_candidates(q.text, graph, [*paths, text], topics)
+        step = await hydra.step_scorer(q.text, graph)
+        cheap = [0.7 * step(p) + 0.3 * jaccard(topics, p.nodes()) for p in paths]
+        assert len(paths) > 5 and len(kept) == 6 and kept[-1] is text  # 5 KG paths, the text path kept
+        assert min(cheap[paths.index(p)] for p in kept[:-1]) >= sorted(cheap, reverse=True)[4]
+        everything = HydraRAG(kgs, NoLLM(), relevance_pool=len(paths))
+        assert await everything.relevance_candidates(q.text, graph, paths, topics) == paths
+        result = await hydra.answer(q.text, q.topics)
+    assert result.answer == "Canada" and result.extra["candidates"] == len(paths)  # the pool limits embedding only
+
+
 async def test_bad_web_provider_and_params():
     async with fed("wikidata") as kgs:
         with pytest.raises(KgfedError, match="WebSearch"):

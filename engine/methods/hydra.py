@@ -112,12 +112,16 @@ class HydraRAG(PoG):
     `max_depth` D_max=3, `w1`=100, `w2`=20, `lambda_sem`=0.7, `alpha_cross`=0.7, `alphas`=(1/3,1/3,1/3),
     `rho` per source type {"kg": 1.0, "wikipedia": 0.8, "web": 0.7}, `gamma` support similarity threshold
     (0.8; the paper leaves it unset), `web` a WebSearch provider (None), `select_sources` run the agentic
-    selector when an LLM is present (True), plus PoG's `relation_width`, `neighbor_limit`, `align`, `max_tokens`."""
+    selector when an LLM is present (True), `relevance_pool` embed for the relevance ranking only the best N KG
+    candidate paths by the BiBFS beam's own step score (0, the paper's Algorithm 4: every candidate, about
+    1,000 path texts never seen before per CWQ question), plus PoG's `relation_width`, `neighbor_limit`,
+    `align`, `max_tokens`."""
 
     name = "hydra"
     LIMITS = HYDRA_LIMITS
     PARAMS = {**PoG.PARAMS, "w1": Param(100, low=1), "w2": Param(20, low=1), "lambda_sem": 0.7, "alpha_cross": 0.7,
-              "alphas": ALPHAS, "rho": dict(RHO), "gamma": 0.8, "web": Param(None, kind=object), "select_sources": True}
+              "alphas": ALPHAS, "rho": dict(RHO), "gamma": 0.8, "web": Param(None, kind=object), "select_sources": True,
+              "relevance_pool": Param(0, low=0)}
 
     def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
@@ -216,6 +220,7 @@ class HydraRAG(PoG):
         """Relevance top-W1, then cross-scores, best first (all of them, for the caller to cut at W2)."""
         if not candidates:
             return []
+        candidates = await self.relevance_candidates(query, graph, candidates, topic_nodes)
         texts = [self.sbert_text(graph, p) for p in candidates]
         embedder = self.embedder
         sims = await embedder.similarity(query, texts)
@@ -242,6 +247,22 @@ class HydraRAG(PoG):
             scored.append((path, score))
         scored.sort(key=lambda ps: -ps[1].cross)
         return scored
+
+    async def relevance_candidates(self, query: str, graph: Graph, candidates: list[ClusteredPath],
+                                   topic_nodes: Sequence[int]) -> list[ClusteredPath]:
+        """The candidates whose texts are embedded: all of them, or with `relevance_pool` N the N best KG paths
+        by the relevance score with each path's text similarity replaced by its steps' mean relation-word
+        similarity (the score the BiBFS beam grew them by), every text path kept, in the given order."""
+        pool = self.p["relevance_pool"]
+        kg_paths = [i for i, p in enumerate(candidates) if p.source == "kg"]
+        if not pool or len(kg_paths) <= pool:
+            return candidates
+        step = await self.step_scorer(query, graph)
+        lam = self.p["lambda_sem"]
+        cheap = {i: lam * step(candidates[i]) + (1 - lam) * jaccard(topic_nodes, self.entities_of(candidates[i]))
+                 for i in kg_paths}
+        keep = set(sorted(kg_paths, key=lambda i: -cheap[i])[:pool])
+        return [p for i, p in enumerate(candidates) if p.source != "kg" or i in keep]
 
     def verify_text(self, graph: Graph, path: ClusteredPath) -> str:
         """What two paths are compared on for corroboration: end entities and relation words."""
