@@ -92,30 +92,90 @@ class Entry(NamedTuple):
     result: SelectResult
 
 
-def encode(result: SelectResult, source: str, created: float) -> bytes:
-    """Rows as indices into a table of distinct terms, grouped by which variables they bind."""
+class Compact(NamedTuple):
+    """An answer's rows as indices into a table of its distinct terms: the form the cache stores.
+
+    `terms` holds each distinct term once (a `Term`, or the plain (kind, value, lang, datatype) tuple
+    read back from the store: index it, never read it by name); `shapes` the variable tuples the rows
+    bind; `rows` one (shape number, term index per variable of that shape) tuple per row, in answer
+    order. Readers that turn many rows into records (the KG facade) work on this form: a term is
+    converted once however many rows repeat it, and no row dict is built.
+    """
+
+    terms: Sequence[tuple]
+    shapes: Sequence[tuple[str, ...]]
+    rows: Sequence[tuple[int, ...]]
+
+
+class StoredResult(SelectResult):
+    """An answer read from (or written to) the store: complete, its rows kept in `Compact` form and
+    turned into `rows` (dicts of `Term`s) only when someone reads them. It equals the `SelectResult`
+    it was made from. Shared between callers: treat it, as every cached answer, as read-only."""
+
+    def __init__(self, variables: list[str], packed: Compact, boolean: bool | None = None):
+        self.vars, self.compact, self.boolean = variables, packed, boolean
+        self.partial, self.note = False, None  # partial answers are never stored
+        self._rows: list | None = None
+
+    @property
+    def rows(self) -> list:  # type: ignore[override]
+        rows = self._rows
+        if rows is None:
+            table = [t if type(t) is Term else _NEW_TERM(Term, t) for t in self.compact.terms]
+            get, shapes = table.__getitem__, self.compact.shapes
+            rows = self._rows = [dict(zip(shapes[r[0]], map(get, r[1:]))) for r in self.compact.rows]
+        return rows
+
+    @rows.setter
+    def rows(self, rows: list) -> None:  # a writer (never kgfed's code) gets what it wrote, compact included
+        self._rows = rows
+        self.compact = compact(SelectResult(self.vars, rows))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SelectResult):
+            return NotImplemented
+        return (self.vars, self.rows, self.partial, self.note, self.boolean) == \
+            (other.vars, other.rows, other.partial, other.note, other.boolean)
+
+    def __len__(self) -> int:
+        return len(self.compact.rows)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as SelectResult
+
+
+def compact(result: SelectResult) -> Compact:
+    """`result`'s rows in `Compact` form: a stored answer's own, else built from its rows (in row order)."""
+    if type(result) is StoredResult:
+        return result.compact
     table: dict[Term, int] = {}
     shapes: dict[tuple[str, ...], int] = {}
     rows = []
     for row in result.rows:
         shape = shapes.setdefault(tuple(row), len(shapes))
         rows.append((shape, *[table.setdefault(t, len(table)) for t in row.values()]))
-    terms = [tuple(t) for t in table]
-    return marshal.dumps((FORMAT, created, source, tuple(result.vars), result.boolean, terms, list(shapes), rows))
+    return Compact(list(table), list(shapes), rows)
+
+
+def _blob(packed: Compact, result: SelectResult, source: str, created: float) -> bytes:
+    return marshal.dumps((FORMAT, created, source, tuple(result.vars), result.boolean,
+                          [tuple(t) for t in packed.terms], list(packed.shapes), list(packed.rows)))
+
+
+def encode(result: SelectResult, source: str, created: float) -> bytes:
+    """Rows as indices into a table of distinct terms, grouped by which variables they bind (`Compact`)."""
+    return _blob(compact(result), result, source, created)
 
 
 def decode(blob: bytes) -> Entry | None:
-    """The entry stored in `blob`, or None for another layout or a damaged value (then it is a miss)."""
+    """The entry stored in `blob`, or None for another layout or a damaged value (then it is a miss).
+    Its rows stay compact until read (`StoredResult`)."""
     try:
         fmt, created, source, variables, boolean, terms, shapes, rows = marshal.loads(blob)
     except (ValueError, EOFError, TypeError):
         return None
     if fmt != FORMAT:
         return None
-    table = [_NEW_TERM(Term, t) for t in terms]
-    get = table.__getitem__
-    decoded = [dict(zip(shapes[r[0]], map(get, r[1:]))) for r in rows]
-    return Entry(created, source, SelectResult(list(variables), decoded, boolean=boolean))
+    return Entry(created, source, StoredResult(list(variables), Compact(terms, shapes, rows), boolean))
 
 
 # -- the store -------------------------------------------------------------------------------------
@@ -146,6 +206,8 @@ class ResponseCache:
         self._store: Store = open_store(self.spec, "responses", size_limit=size_limit)
         self.directory = Path(self._store.location) if self.spec.backend == "disk" else None
         self.location = self._store.location
+        # Whether `prefetch` reads anything: Redis answers many keys in one round trip; a disk read has none to save.
+        self.prefetches = self.spec.backend != "disk"
         self._batch = batch
         self._linger = linger
         self._memory: OrderedDict[str, Entry] = OrderedDict()
@@ -197,7 +259,7 @@ class ResponseCache:
     def prefetch(self, keys: Sequence[str]) -> None:
         """Read the entries of `keys` not yet in memory in one round trip (Redis `MGET`; on disk a read
         costs no round trip, so nothing is done). Later `get`s of them are memory hits (max-age still applies)."""
-        if self.spec.backend == "disk":
+        if not self.prefetches:
             return
         missing = [k for k in dict.fromkeys(keys) if k not in self._memory and k not in self._pending]
         if len(missing) < 2:
@@ -220,9 +282,10 @@ class ResponseCache:
         if self._closed:
             raise Closed(f"the response cache at {self.location} is closed: open a new ResponseCache")
         created = time.time()
-        blob = encode(result, source, created)
+        packed = compact(result)
+        blob = _blob(packed, result, source, created)
         self._snapshot.pop(key, None)  # never serve the value read before this one
-        self._remember(key, Entry(created, source, result))
+        self._remember(key, Entry(created, source, StoredResult(list(result.vars), packed, result.boolean)))
         with self._wakeup:
             self._pending[key] = blob
             self._queue.append((key, blob))
@@ -369,7 +432,8 @@ class CachedEndpoint:
         are taken at once; the misses are shared flights awaited together."""
         results: list[SelectResult | None] = []
         joined: list[tuple[int, _Flight]] = []
-        if self.cache is not None and not self._closed and len(queries) > 1 and (not self.refresh or self._refreshed):
+        if (self.cache is not None and self.cache.prefetches and not self._closed and len(queries) > 1
+                and (not self.refresh or self._refreshed)):
             try:
                 keys = [self._key(q) for q in queries]
             except KgfedError:  # refused below, in query order

@@ -16,7 +16,7 @@ import pyoxigraph as ox
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from kgfed.cache.responses import CachedEndpoint, ResponseCache, cache_key, decode, encode, normalise_query
+from kgfed.cache.responses import CachedEndpoint, ResponseCache, StoredResult, cache_key, compact, decode, encode, normalise_query
 from kgfed.endpoints.embedded import EmbeddedEndpoint
 from kgfed.engine.data import DEMO_WIKIDATA
 from kgfed.engine.kg.facade import KG, LIVE_MAX_AGE, default_max_age
@@ -91,7 +91,23 @@ def test_entries_decode_to_exactly_what_was_stored(rows):
     result = SelectResult(["a", "b", "c"], rows)
     entry = decode(encode(result, "src", 12.5))
     assert entry.result == result and entry.created == 12.5 and entry.source == "src"
+    assert result == entry.result and len(entry.result) == len(rows) and not entry.result.partial
+    # the compact form the KG facade reads names the same terms, row by row, as the rows themselves
+    terms, shapes, packed = compact(entry.result)
+    assert [{v: Term(*terms[i]) for v, i in zip(shapes[r[0]], r[1:])} for r in packed] == rows
+    assert compact(result) == compact(entry.result)  # built from rows, or as stored: the same table
     assert decode(b"not marshal") is None
+
+
+def test_a_stored_answer_is_the_answer_given_rows_read_only_when_asked():
+    result = SelectResult(["x", "y"], [{"x": Term("uri", "http://x/1"), "y": Term("literal", "a", "en")},
+                                       {"x": Term("uri", "http://x/1")}])
+    stored = decode(encode(result, "src", 1.0)).result
+    assert isinstance(stored, StoredResult) and stored._rows is None and len(stored) == 2  # nothing decoded yet
+    assert stored.rows == result.rows and stored.rows[0]["x"] is stored.rows[1]["x"]  # one Term per distinct term
+    assert stored == result and result == stored and stored != SelectResult(["x", "y"], result.rows[:1])
+    stored.rows = result.rows[:1]  # a caller writing rows (never kgfed's own code) reads back what it wrote
+    assert len(stored) == 1 and compact(stored).rows == [(0, 0, 1)]
 
 
 def test_writes_are_batched_and_read_back_before_and_after_the_flush(cache_root):

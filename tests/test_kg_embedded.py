@@ -187,3 +187,41 @@ async def test_relations_list_only_what_neighbors_can_follow(tmp_path):
         assert [r.relation for r in rels] == ["location.location_symbol_relationship.Kind_of_symbol"]
         edges = await kg.neighbors_many([("m.0a", r.relation, r.direction) for r in rels])
         assert [e.entity for es in edges.values() for e in es] == ["m.0b"]
+
+
+async def test_fresh_remembered_and_stored_answers_give_the_same_records(tmp_path):
+    """The facade reads answers in their compact form: a fresh answer from the store, one remembered
+    in memory and one read back from disk in a new process must give equal records, CVT-crossing
+    relations, literals and labels included."""
+    async def walk(kg: KG):
+        rels = await kg.relations_many(["m.0a", "m.0b"])
+        triples = [(e, r.relation, r.direction) for e, rs in rels.items() for r in rs]
+        return rels, await kg.neighbors_many(triples), await kg.neighbors("m.0a", "p.q.r", "out", limit=1)
+
+    ns = "http://rdf.freebase.com/ns/"
+    data = tmp_path / "fb.nt"
+    data.write_text(
+        f'<{ns}m.0a> <{ns}p.q.r> <{ns}m.0b> .\n<{ns}m.0a> <{ns}p.q.r> <{ns}m.0c> .\n'
+        f'<{ns}m.0a> <{ns}p.q.year> "1999" .\n<{ns}m.0a> <{ns}p.q.role> <{ns}m.cvt_1> .\n'
+        f'<{ns}m.cvt_1> <{ns}p.role.who> <{ns}m.0c> .\n<{ns}m.0b> <{ns}type.object.name> "B"@en .\n'
+        f'<{ns}m.0c> <{ns}type.object.name> "C"@en .\n<{ns}m.0c> <{ns}p.q.r> <{ns}m.0b> .\n')
+    async with KG.open(f"file:{data}", dialect="freebase", cache=False) as kg:
+        fresh = await walk(kg)
+    async with KG.open(f"file:{data}", dialect="freebase", cache_dir=tmp_path / "c") as kg:
+        first, remembered = await walk(kg), await walk(kg)
+        assert kg.stats["cache_hits"] == kg.stats["sent"]
+    async with KG.open(f"file:{data}", dialect="freebase", cache_dir=tmp_path / "c", offline=True) as kg:
+        stored = await walk(kg)
+    assert fresh == first == remembered == stored
+    rels, edges, capped = stored
+    assert {r.relation for r in rels["m.0a"]} >= {"p.q.r", "p.q.year", "p.q.role|p.role.who"}
+    assert {(e.relation, e.entity, e.label, e.literal, e.via) for es in edges.values() for e in es} >= {
+        ("p.q.year", "1999", "1999", True, ()), ("p.q.role|p.role.who", "m.0c", "C", False, ("m.cvt_1",)),
+        ("p.q.r", "m.0b", "B", False, ())}
+    assert len(capped) == 1
+    # triples found valid once are not checked again; anything else still is, with the one-line error
+    async with KG.open(f"file:{data}", dialect="freebase", cache=False) as kg:
+        assert await kg.neighbors_many([("m.0a", "p.q.r", "out")]) == await kg.neighbors_many([["m.0a", "p.q.r", "out"]])
+        for bad in [("m.0a", ["p.q.r"], "out"), ("m.0a", "p.q.r", "sideways"), ("m.0a", "not a relation", "out")]:
+            with pytest.raises(InvalidIdentifier):
+                await kg.neighbors_many([("m.0a", "p.q.r", "out"), bad])

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import cast
 
-from ...cache.responses import CachedEndpoint, ResponseCache
+from ...cache.responses import CachedEndpoint, ResponseCache, compact
 from ...endpoints.base import Endpoint
 from ...endpoints.client import DEFAULT_USER_AGENT, POLITE_HOSTS, HttpClient
 from ...endpoints.profiles import resolve_endpoint
@@ -38,6 +38,9 @@ from ...sparql.results import SelectResult, Term
 from .model import Answer, AnswerMap, Edge, Hit, Label, Relation, Statement, mark
 
 Triple = tuple[str, str, str]  # (entity, relation, direction)
+# The variables the row loops read, in the order of their positions (`KG._read`).
+_RELATION_VARS = ("e", "r", "r2", "rlabel")
+_EDGE_VARS = ("e", "r", "r2", "x", "xlabel", "via")
 LIVE_MAX_AGE = 7 * 86400.0  # default max-age of answers from a live public Wikidata endpoint (seconds)
 _LOCAL_HOSTS = ("127.", "localhost", "[::1]", "0.0.0.0")
 
@@ -100,6 +103,8 @@ class KG:
         self._relation_labels: dict[str, str] = {}
         self._queries: dict[tuple, str] = {}  # rendered templates by arguments
         self._shorts: dict[str, str] = {}  # IRI -> short id
+        self._plans: dict[tuple, tuple[int, ...]] = {}  # (variables read, a row shape) -> their positions
+        self._triples: set[Triple] = set()  # (entity, relation, direction) triples already found valid
         self._follow: dict[str, bool] = {}  # relation -> listed by relations() (filter and dialect allow it)
         self._has_qualifiers: bool | None = None  # the store holds qualifier properties at all (probed once)
 
@@ -214,15 +219,32 @@ class KG:
         return answer
 
     def _short(self, term: Term) -> str:
-        if term.kind == "uri":
-            short = self._shorts.get(term.value)
-            if short is None:
-                short = self.dialect.short(term.value) or term.value
-                if len(self._shorts) >= 262144:
-                    self._shorts.clear()
-                self._shorts[term.value] = short
-            return short
-        return term.value
+        return self._short_iri(term[1]) if term[0] == "uri" else term[1]
+
+    def _short_iri(self, iri: str) -> str:
+        """The short id of an IRI (the IRI itself when the dialect has none), memoised."""
+        short = self._shorts.get(iri)
+        if short is None:
+            short = self.dialect.short(iri) or iri
+            if len(self._shorts) >= 262144:
+                self._shorts.clear()
+            self._shorts[iri] = short
+        return short
+
+    def _read(self, result: SelectResult, variables: tuple[str, ...]) -> tuple[Sequence[tuple], list[str], list[tuple[int, ...]], Sequence[tuple]]:
+        """`result` read for a loop over its rows: its distinct terms and their short ids (converted once
+        per answer, however many rows repeat them), per row shape the positions of `variables` in a
+        compact row (0: unbound), and the compact rows (see `cache.responses.Compact`)."""
+        terms, shapes, rows = compact(result)
+        memo, short = self._shorts, self._short_iri
+        shorts = [(memo.get(t[1]) or short(t[1])) if t[0] == "uri" else t[1] for t in terms]
+        plans = []
+        for shape in shapes:
+            plan = self._plans.get((variables, shape))
+            if plan is None:
+                plan = self._plans[(variables, shape)] = tuple(shape.index(v) + 1 if v in shape else 0 for v in variables)
+            plans.append(plan)
+        return terms, shorts, plans, rows
 
     def _directions(self, direction: str) -> tuple[str, ...]:
         if isinstance(direction, str) and direction == "both":
@@ -249,23 +271,30 @@ class KG:
         results = await self._gather(self._rendered(("relations", d, *batch), lambda d=d, batch=batch: self._relations_query(batch, d))
                                      for d, batch in jobs)
         found: dict[str, dict[tuple[str, str], Relation]] = {e: {} for e in entities}
+        follows, labels, drops = self._follow, self._relation_labels, self.dialect.relation_filter.drops
         for (d, _), result in zip(jobs, results):
-            for row in result.rows:
-                if "e" not in row or "r" not in row:
+            terms, shorts, plans, rows = self._read(result, _RELATION_VARS)
+            for row in rows:
+                ie, ir, ir2, il = plans[row[0]]
+                if not (ie and ir):
                     continue
-                rel = self._short(row["r"])
-                if "r2" in row:
-                    rel = f"{rel}{COMPOUND_SEP}{self._short(row['r2'])}"
-                follow = self._follow.get(rel)
+                rel = shorts[row[ir]]
+                if ir2:
+                    rel = f"{rel}{COMPOUND_SEP}{shorts[row[ir2]]}"
+                follow = follows.get(rel)
                 if follow is None:
-                    follow = self._follow[rel] = not self.dialect.relation_filter.drops(rel) and self._queryable(rel)
+                    follow = follows[rel] = not drops(rel) and self._queryable(rel)
                 if not follow:
                     continue
-                label = row["rlabel"].value if "rlabel" in row else None
+                label = terms[row[il]][1] if il else None
                 if label:
-                    self._relation_labels[rel] = label
-                entity = self._short(row["e"])
-                found.setdefault(entity, {}).setdefault((rel, d), Relation(self.name, entity, rel, d, label))
+                    labels[rel] = label
+                entity = shorts[row[ie]]
+                bucket = found.get(entity)
+                if bucket is None:
+                    bucket = found[entity] = {}
+                if (rel, d) not in bucket:
+                    bucket[(rel, d)] = Relation(self.name, entity, rel, d, label)
         return self._flag(AnswerMap((e, Answer(found.get(e, {}).values())) for e in entities), results)
 
     def _queryable(self, relation: str) -> bool:
@@ -302,8 +331,10 @@ class KG:
         for e, r, d in keys:
             groups[(d, COMPOUND_SEP in r)].append((e, r))
         jobs = [(d, batch) for (d, _), pairs in groups.items() for batch in _chunks(pairs, self.batch_size)]
+        capped = limit if len(keys) == 1 else None
         results = await self._gather(
-            self.dialect.neighbors(batch, d, limit=limit if len(keys) == 1 else None) for d, batch in jobs
+            self._rendered(("neighbors_many", d, capped, *batch), lambda d=d, batch=batch: self.dialect.neighbors(batch, d, limit=capped))
+            for d, batch in jobs
         )
         out: dict[Triple, dict[tuple, Edge]] = {k: {} for k in keys}
         for (d, _), result in zip(jobs, results):
@@ -311,35 +342,48 @@ class KG:
         return self._flag(AnswerMap((k, Answer(v.values())) for k, v in out.items()), results)
 
     def _collect(self, out: dict[Triple, dict[tuple, Edge]], direction: str, result: SelectResult, limit: int | None) -> None:
-        """Edges of `result` into the buckets of the triples asked about (each capped at `limit`)."""
-        for row in result.rows:
-            if "e" not in row or "r" not in row or "x" not in row:
+        """Edges of `result` into the buckets of the triples asked about (each capped at `limit`; the
+        first edge of a (subject, object, via) kept)."""
+        terms, shorts, plans, rows = self._read(result, _EDGE_VARS)
+        name, labels, out_ = self.name, self._relation_labels, direction == "out"
+        for row in rows:
+            ie, ir, ir2, ix, ixl, iv = plans[row[0]]
+            if not (ie and ir and ix):
                 continue  # unbound in a row: nothing to report (the head was checked)
-            edge = self._edge(row, direction)
-            bucket = out.get((edge.origin, edge.relation, direction))
-            if bucket is not None and (limit is None or len(bucket) < limit):
-                bucket.setdefault((edge.subject, edge.object, edge.via), edge)
+            origin, relation = shorts[row[ie]], shorts[row[ir]]
+            if ir2:
+                relation = f"{relation}{COMPOUND_SEP}{shorts[row[ir2]]}"
+            bucket = out.get((origin, relation, direction))
+            if bucket is None or (limit is not None and len(bucket) >= limit):
+                continue
+            far, far_id = terms[row[ix]], shorts[row[ix]]
+            via = (shorts[row[iv]],) if iv else ()
+            key = (origin, far_id, via) if out_ else (far_id, origin, via)
+            if key in bucket:
+                continue
+            literal = far[0] == "literal"
+            far_label = terms[row[ixl]][1] if ixl else (far[1] if literal else None)
+            if out_:
+                bucket[key] = Edge(name, origin, relation, far_id, direction, None, labels.get(relation), far_label, via, literal)
+            else:
+                bucket[key] = Edge(name, far_id, relation, origin, direction, far_label, labels.get(relation), None, via, literal)
 
     def _triple(self, triple) -> Triple:
+        if type(triple) is tuple:
+            try:
+                if triple in self._triples:  # checked before
+                    return triple
+            except TypeError:  # an unhashable part: refused below with the one-line error
+                pass
         if isinstance(triple, (str, bytes)) or not isinstance(triple, Sequence) or len(triple) != 3:
             raise InvalidIdentifier(f"invalid triple {terms._show(triple)}: expected (entity, relation, direction) like ('Q42', 'P69', 'out')")
         e, r, d = triple
-        return (self.dialect.check_entity(e), self.dialect.check_relation(r), check_direction(d))
-
-    def _edge(self, row: dict[str, Term], direction: str) -> Edge:
-        origin = self._short(row["e"])
-        relation = self._short(row["r"])
-        if "r2" in row:
-            relation = f"{relation}{COMPOUND_SEP}{self._short(row['r2'])}"
-        far = row["x"]
-        far_id = self._short(far)
-        far_label = row["xlabel"].value if "xlabel" in row else (far.value if far.kind == "literal" else None)
-        via = (self._short(row["via"]),) if "via" in row else ()
-        common = {"kg": self.name, "relation": relation, "direction": direction, "via": via,
-                  "relation_label": self._relation_labels.get(relation), "literal": far.kind == "literal"}
-        if direction == "out":
-            return Edge(subject=origin, object=far_id, object_label=far_label, **common)
-        return Edge(subject=far_id, object=origin, subject_label=far_label, **common)
+        checked = (self.dialect.check_entity(e), self.dialect.check_relation(r), check_direction(d))
+        if type(e) is str and type(r) is str and type(d) is str:
+            if len(self._triples) >= 65536:
+                self._triples.clear()
+            self._triples.add(checked)
+        return checked
 
     # -- labels and search -----------------------------------------------------------------------
     async def labels(self, ids: Sequence[str]) -> AnswerMap:

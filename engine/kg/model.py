@@ -25,6 +25,7 @@ class Edge:
 
     `direction` is `out` when that entity is the subject; `entity`/`label` give the far end.
     A compound Freebase relation `r1|r2` crosses the CVT node(s) listed in `via`.
+    (`KG._collect` builds edges by position, in this field order.)
     """
 
     kg: str
