@@ -147,3 +147,19 @@ async def test_bad_topics_are_one_line_errors(cwq_kg):
         await method.answer("q?", {"wikidata": {"Q1": "x"}})
     with pytest.raises(KgfedError, match="topic 'Q1'"):
         await method.answer("q?", {"freebase": {"Q1": "x"}})
+
+
+@pytest.mark.parametrize("direction", ["out", "in"])
+def test_a_chain_names_its_first_edge_from_the_topic_only_where_the_kg_gave_no_name(direction):
+    from dataclasses import replace
+
+    from kgfed.engine.kg.model import Edge
+    from kgfed.engine.methods.tog import Chain
+
+    origin = "subject_label" if direction == "out" else "object_label"
+    bare = Edge("fb", "m.0a", "p.q.r", "m.0b", direction, None, "r label", None, ("m.cvt",), False)
+    named = Chain("fb", "m.0a", "Topic").extend(bare, 0.5)
+    assert named.edges == (replace(bare, **{origin: "Topic"}),) and named.score == 0.5 and named.entity == bare.entity
+    kept = replace(bare, **{origin: "KG name"})
+    assert Chain("fb", "m.0a", "Topic").extend(kept, 1.0).edges == (kept,)
+    assert named.extend(bare, 0.2).edges[1] is bare  # later edges are kept as the KG gave them

@@ -25,7 +25,7 @@ class Edge:
 
     `direction` is `out` when that entity is the subject; `entity`/`label` give the far end.
     A compound Freebase relation `r1|r2` crosses the CVT node(s) listed in `via`.
-    (`KG._collect` builds edges by position, in this field order.)
+    (`KG._collect` and `with_origin_label` build edges by position, in this field order.)
     """
 
     kg: str
@@ -50,6 +50,15 @@ class Edge:
     @property
     def label(self) -> str | None:
         return self.object_label if self.direction == "out" else self.subject_label
+
+    def with_origin_label(self, label: str | None) -> "Edge":
+        """This edge with `label` as the name of its origin (the entity it was asked about); a
+        cheaper `dataclasses.replace` for the one field a walk fills in."""
+        if self.direction == "out":
+            return Edge(self.kg, self.subject, self.relation, self.object, self.direction, label, self.relation_label,
+                        self.object_label, self.via, self.literal)
+        return Edge(self.kg, self.subject, self.relation, self.object, self.direction, self.subject_label,
+                    self.relation_label, label, self.via, self.literal)
 
     def to_json(self) -> dict[str, Any]:
         row = asdict(self)

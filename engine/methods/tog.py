@@ -38,9 +38,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Awaitable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from ...cache.costs import charge
 from ...sparql.errors import InvalidIdentifier, KgfedError, LLMError
@@ -57,6 +57,17 @@ from .base import UNNAMED, Method, Param, Result, Topics, render_path
 TOG_LIMITS = {"relations": (120, ("\nQ:",)), "entities": (80, ("\nQ:",)), "evaluate": (120, ("\nQ:",)),
               "answer": (120, ("\nQ:",)),
               "reasoning": (200, ("\nQuestion:", "\nExample"))}  # ToG-2's reasoning prompt has no "Q:" lines
+
+
+T = TypeVar("T")
+
+
+async def _together(awaitables: Sequence[Awaitable[T]]) -> list[T]:
+    """`asyncio.gather` of `awaitables`, but one is simply awaited: no task for the common single KG or
+    single chain (a replay runs a whole question without suspending, so a task is pure overhead)."""
+    if len(awaitables) == 1:
+        return [await awaitables[0]]
+    return list(await asyncio.gather(*awaitables))
 
 
 @dataclass(frozen=True)
@@ -83,10 +94,8 @@ class Chain:
 
     def extend(self, edge: Edge, score: float) -> "Chain":
         """The chain one edge longer (the first edge carries the topic's name where the KG gave none)."""
-        if not self.edges and edge.direction == "out" and not edge.subject_label:
-            edge = replace(edge, subject_label=self.topic_name)
-        elif not self.edges and edge.direction == "in" and not edge.object_label:
-            edge = replace(edge, object_label=self.topic_name)
+        if not self.edges and not (edge.subject_label if edge.direction == "out" else edge.object_label):
+            edge = edge.with_origin_label(self.topic_name)
         return Chain(self.kg, self.topic, self.topic_name, self.edges + (edge,), score)  # replace() costs 3x
 
     def text(self) -> str:
@@ -219,9 +228,9 @@ class ToG(Method):
         by_kg: dict[str, list[str]] = {}
         for chain in beam:
             by_kg.setdefault(chain.kg, []).append(chain.entity)
-        found = dict(zip(by_kg, await asyncio.gather(*(self.kgs[k].relations_many(ids) for k, ids in by_kg.items()))))
-        pruned = await asyncio.gather(*(self._prune_relations(question, chain, found[chain.kg].get(chain.entity, []), trace)
-                                        for chain in beam))
+        found = dict(zip(by_kg, await _together([self.kgs[k].relations_many(ids) for k, ids in by_kg.items()])))
+        pruned = await _together([self._prune_relations(question, chain, found[chain.kg].get(chain.entity, []), trace)
+                                  for chain in beam])
         return [hop for hops in pruned for hop in hops]
 
     async def _prune_relations(self, question: str, chain: Chain, relations, trace: Trace) -> list[Hop]:
@@ -260,7 +269,7 @@ class ToG(Method):
         by_kg: dict[str, list[tuple[str, str, str]]] = {}
         for hop in hops:
             by_kg.setdefault(hop.chain.kg, []).append((hop.chain.entity, hop.relation, hop.direction))
-        found = dict(zip(by_kg, await asyncio.gather(*(self.kgs[k].neighbors_many(t) for k, t in by_kg.items()))))
+        found = dict(zip(by_kg, await _together([self.kgs[k].neighbors_many(t) for k, t in by_kg.items()])))
         out = []
         for hop in hops:
             edges = found[hop.chain.kg].get((hop.chain.entity, hop.relation, hop.direction), [])
@@ -272,7 +281,7 @@ class ToG(Method):
 
     async def score_step(self, question: str, expanded: Sequence[tuple[Hop, list[Edge]]], trace: Trace) -> list[Chain]:
         """ToG's entity scoring of every hop's neighbours, concurrently: chain score = relation × entity score."""
-        scored = await asyncio.gather(*(self._score_entities(question, hop, edges) for hop, edges in expanded))
+        scored = await _together([self._score_entities(question, hop, edges) for hop, edges in expanded])
         return [chain for chains in scored for chain in chains]
 
     async def _score_entities(self, question: str, hop: Hop, edges: list[Edge]) -> list[Chain]:
