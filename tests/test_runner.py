@@ -303,3 +303,31 @@ def test_run_with_recorded_llm_replies_is_reproducible(tmp_path, cwq_store):
     assert first["results"] == "{%s}" % questions[0].answers[0] and second["results"] == "{%s}" % questions[1].answers[0]
     warm = lines(costs_path_for(outs[1]))
     assert all(c["cache_hits"] == c["sparql_queries"] and c["llm_calls"] > 0 for c in warm)
+
+
+@pytest.mark.parametrize("stored", [0, 150])
+def test_opening_a_runtime_loads_the_model_for_a_first_run_and_only_readies_the_embedder_for_a_replay(monkeypatch, stored):
+    """A first run (few stored vectors) starts loading the model in the background; a replay never
+    loads it, but the embedder's start-up (numpy, its model id) happens with the runtime's."""
+    from kgfed.engine.harness import runner
+    from kgfed.engine.toolbox import embeddings
+
+    loads: list = []
+    monkeypatch.setattr(embeddings, "preload", lambda path=None: loads.append(path))
+
+    class Embedder:
+        model_path = None
+        cache = {i: b"" for i in range(stored)}
+        asked = False
+
+        @property
+        def model_id(self):
+            self.asked = True
+            return "model==1"
+
+    runtime = runner.Runtime(RunSpec("tog", kg_options={"no_cache": True}))
+    runtime.embedder = Embedder()
+    runtime._preload()
+    assert stored >= runner.PRELOAD_BELOW or loads == [None]
+    if stored >= runner.PRELOAD_BELOW:
+        assert loads == [] and runtime.embedder.asked and "numpy" in sys.modules

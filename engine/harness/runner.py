@@ -169,7 +169,12 @@ class Runtime:
         return Embedder(self.spec.embeddings_dir if self.spec.embeddings_dir else False)
 
     def _preload(self) -> None:
-        """Start loading the embedding model now when the embedding cache is (nearly) empty."""
+        """Start loading the embedding model now when the embedding cache is (nearly) empty (a first run).
+
+        Over a warm cache (a replay: the vectors are stored, the model is never loaded) the embedder's
+        own start-up happens here instead, with the runtime's: numpy's import (about 0.1 s, which
+        otherwise holds up the first questions while their look-ups wait in threads) and the model
+        id its cache keys are scoped by."""
         if self.embedder is None or self.spec.llm != "none" or ":" in self.spec.method:  # custom methods: on first use
             return
         cache = self.embedder.cache
@@ -177,6 +182,11 @@ class Runtime:
             from ..toolbox.embeddings import preload
 
             preload(self.embedder.model_path)
+        else:
+            import importlib
+
+            importlib.import_module("numpy")  # with numpy imported, the embedder's look-ups run on the loop
+            self.embedder.model_id  # noqa: B018 - resolved (a package metadata read) and kept
 
     def _text_source(self):
         if not self.spec.text:
