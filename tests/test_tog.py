@@ -163,3 +163,25 @@ def test_a_chain_names_its_first_edge_from_the_topic_only_where_the_kg_gave_no_n
     kept = replace(bare, **{origin: "KG name"})
     assert Chain("fb", "m.0a", "Topic").extend(kept, 1.0).edges == (kept,)
     assert named.extend(bare, 0.2).edges[1] is bare  # later edges are kept as the KG gave them
+
+
+async def test_the_llm_prompts_of_a_step_overlap(cwq_kg):
+    """Relation pruning of the two topic entities asks the LLM for both at once (LLM-free scoring runs
+    chain after chain: it is CPU work, which the questions in flight already overlap)."""
+    import asyncio
+
+    class Overlapping(ReplayLLM):
+        in_flight = peak = 0
+
+        async def complete(self, prompt, **kwargs):
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            try:
+                await asyncio.sleep(0.01)
+                return await super().complete(prompt, **kwargs)
+            finally:
+                self.in_flight -= 1
+
+    llm = Overlapping(REPLIES)
+    result = await ToG({"freebase": cwq_kg}, llm).answer(GUATEMALA, {"freebase": CWQ_TOPICS})
+    assert result.answer == "Guatemala" and llm.peak == 2

@@ -13,7 +13,8 @@ Several KGs: each KG is explored from its own topic entities with its own beam o
 sufficiency check sees the triples of all of them; every edge keeps its `kg`.
 
 LLM-free (`llm.available` is False): SBERT relation and entity scores, the search runs to `depth`,
-and the answer is the kept chain end that best fits the question (see `choose_answer`).
+and the answer is the kept chain end that best fits the question (see `choose_answer`). The LLM's
+prompts of a step are asked concurrently; SBERT/BM25 scoring runs chain after chain (`ToG._each`).
 
 Parameters (keyword arguments of the constructor, all optional):
     width=3, depth=3                  ToG's beam width W and maximum depth D
@@ -38,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -229,9 +230,18 @@ class ToG(Method):
         for chain in beam:
             by_kg.setdefault(chain.kg, []).append(chain.entity)
         found = dict(zip(by_kg, await _together([self.kgs[k].relations_many(ids) for k, ids in by_kg.items()])))
-        pruned = await _together([self._prune_relations(question, chain, found[chain.kg].get(chain.entity, []), trace)
-                                  for chain in beam])
+        pruned = await self._each(self._prune_relations,
+                                  [(question, chain, found[chain.kg].get(chain.entity, []), trace) for chain in beam])
         return [hop for hops in pruned for hop in hops]
+
+    async def _each(self, score: Callable[..., Awaitable[T]], calls: Sequence[tuple]) -> list[T]:
+        """`score(*args)` for each of `calls` (the chains or hops of a step), in order: concurrently when
+        the LLM scores them (its replies take seconds: ToG's calls overlap), else one after another.
+        SBERT/BM25 scoring is CPU work, which the questions in flight already overlap; a task per chain
+        only added loop turns (LLM-free ToG on 538 CWQ questions: same answers, faster cold and warm)."""
+        if self.pruning == "llm" and self.llm_ready:
+            return await _together([score(*args) for args in calls])
+        return [await score(*args) for args in calls]
 
     async def _prune_relations(self, question: str, chain: Chain, relations, trace: Trace) -> list[Hop]:
         used = {e.relation for e in chain.edges}  # ToG never walks a relation of the chain again
@@ -280,8 +290,8 @@ class ToG(Method):
         return out
 
     async def score_step(self, question: str, expanded: Sequence[tuple[Hop, list[Edge]]], trace: Trace) -> list[Chain]:
-        """ToG's entity scoring of every hop's neighbours, concurrently: chain score = relation × entity score."""
-        scored = await _together([self._score_entities(question, hop, edges) for hop, edges in expanded])
+        """ToG's entity scoring of every hop's neighbours (see `_each`): chain score = relation × entity score."""
+        scored = await self._each(self._score_entities, [(question, hop, edges) for hop, edges in expanded])
         return [chain for chains in scored for chain in chains]
 
     async def _score_entities(self, question: str, hop: Hop, edges: list[Edge]) -> list[Chain]:
