@@ -126,8 +126,13 @@ async def test_relevance_pool_embeds_only_the_best_kg_paths_by_step_score(questi
         cheap = [0.7 * step(p) + 0.3 * jaccard(topics, p.nodes()) for p in paths]
         assert len(paths) > 5 and len(kept) == 6 and kept[-1] is text  # 5 KG paths, the text path kept
         assert min(cheap[paths.index(p)] for p in kept[:-1]) >= sorted(cheap, reverse=True)[4]
-        everything = HydraRAG(kgs, NoLLM(), relevance_pool=len(paths))
+        everything = HydraRAG(kgs, NoLLM(), relevance_pool=0)  # the paper's Algorithm 4: every candidate
         assert await everything.relevance_candidates(q.text, graph, paths, topics) == paths
+        by_w1 = HydraRAG(kgs, NoLLM(), w1=5)  # LLM-free, the default pool is W1 (PoG's rule) ...
+        with_llm = HydraRAG(kgs, ReplayLLM(need(REPLIES)), w1=5)  # ... with an LLM, every candidate (the paper's)
+        assert await with_llm.relevance_candidates(q.text, graph, paths, topics) == paths
+        assert by_w1.p["relevance_pool"] is None
+        assert await by_w1.relevance_candidates(q.text, graph, [*paths, text], topics) == kept
         result = await hydra.answer(q.text, q.topics)
     assert result.answer == "Canada" and result.extra["candidates"] == len(paths)  # the pool limits embedding only
 

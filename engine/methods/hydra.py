@@ -113,15 +113,16 @@ class HydraRAG(PoG):
     `rho` per source type {"kg": 1.0, "wikipedia": 0.8, "web": 0.7}, `gamma` support similarity threshold
     (0.8; the paper leaves it unset), `web` a WebSearch provider (None), `select_sources` run the agentic
     selector when an LLM is present (True), `relevance_pool` embed for the relevance ranking only the best N KG
-    candidate paths by the BiBFS beam's own step score (0, the paper's Algorithm 4: every candidate, about
-    1,000 path texts never seen before per CWQ question), plus PoG's `relation_width`, `neighbor_limit`,
+    candidate paths by the BiBFS beam's own step score (0: every candidate, as the paper's Algorithm 4
+    reads, about 1,000 path texts never seen before per CWQ question; None: 0 with an LLM, W1 LLM-free, PoG's
+    rule, which left every answer of a 100-question CWQ sample unchanged at 4-5x the speed), plus PoG's `relation_width`, `neighbor_limit`,
     `align`, `max_tokens`."""
 
     name = "hydra"
     LIMITS = HYDRA_LIMITS
     PARAMS = {**PoG.PARAMS, "w1": Param(100, low=1), "w2": Param(20, low=1), "lambda_sem": 0.7, "alpha_cross": 0.7,
               "alphas": ALPHAS, "rho": dict(RHO), "gamma": 0.8, "web": Param(None, kind=object), "select_sources": True,
-              "relevance_pool": Param(0, low=0)}
+              "relevance_pool": Param(None, none=True)}
 
     def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
@@ -250,10 +251,12 @@ class HydraRAG(PoG):
 
     async def relevance_candidates(self, query: str, graph: Graph, candidates: list[ClusteredPath],
                                    topic_nodes: Sequence[int]) -> list[ClusteredPath]:
-        """The candidates whose texts are embedded: all of them, or with `relevance_pool` N the N best KG paths
-        by the relevance score with each path's text similarity replaced by its steps' mean relation-word
-        similarity (the score the BiBFS beam grew them by), every text path kept, in the given order."""
+        """The candidates whose texts are embedded, in the given order: every text path and the `relevance_pool`
+        (0: all; None: all with an LLM, W1 LLM-free) best KG paths by the relevance score with the path text's
+        similarity replaced by its steps' mean relation-word similarity, the score the BiBFS beam grew them by."""
         pool = self.p["relevance_pool"]
+        if pool is None:
+            pool = 0 if self.llm_ready else self.p["w1"]
         kg_paths = [i for i, p in enumerate(candidates) if p.source == "kg"]
         if not pool or len(kg_paths) <= pool:
             return candidates
