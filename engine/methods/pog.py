@@ -26,12 +26,12 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
 from typing import Any
 
 from ...cache.costs import charge
 from ...sparql.errors import KgfedError
 from ..federation.align import Aligner
-from ..kg.facade import KG
 from ..toolbox.llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE, PRUNING_TEMPERATURE, ask
 from ..kg.model import Edge
 from ..toolbox.prompts import (
@@ -290,7 +290,8 @@ def chain_paths(graph: Graph, anchors: Sequence[int], depth: int, *, total: tupl
             segs = connecting_paths(graph, a, b, segment or depth)
             if not segs:
                 return []
-            paths = segs if not paths else [_join(p, s) for p in paths for s in segs][:limit]
+            # the first `limit` joins, made lazily: three topics through hubs give millions of pairs
+            paths = segs if not paths else list(islice((_join(p, s) for p in paths for s in segs), limit))
     if total is not None:
         lo, hi = total
         paths = [p for p in paths if lo < p.length <= hi]
