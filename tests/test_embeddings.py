@@ -124,3 +124,22 @@ def test_encoders_setting_is_checked(monkeypatch):
     monkeypatch.setenv(embeddings.ENCODERS_ENV, "two")
     with pytest.raises(embeddings.KgfedError, match="KGFED_ENCODERS='two' is not a whole number"):
         embeddings.encoders()
+
+
+def test_warm_reads_the_whole_store_once(tmp_path):
+    """A replay's start-up: every stored vector of the model in memory after one pass, then no store reads."""
+    import diskcache
+    import numpy as np
+
+    store = tmp_path / "emb"
+    with diskcache.Cache(str(store)) as cache:
+        writer = Embedder(cache=cache)
+        for i, text in enumerate(["place of birth", "film director", "nationality"]):
+            cache.set(writer._key(text), np.full(4, i, dtype=np.float32).tobytes())
+        cache.set(("emb", "another-model==1", "place of birth"), np.zeros(4, dtype=np.float32).tobytes())
+    replay = Embedder(cache=store)
+    assert replay.warm() == 3  # this model's three vectors, not the other model's
+    replay.cache.close()  # any further store read would now fail
+    vectors = replay._known(["nationality", "place of birth"])
+    assert vectors.tolist() == [[2.0] * 4, [0.0] * 4] and replay.stats["hits"] == 2
+    assert Embedder(cache=False).warm() == 0  # no store: nothing to read

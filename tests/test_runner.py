@@ -306,28 +306,26 @@ def test_run_with_recorded_llm_replies_is_reproducible(tmp_path, cwq_store):
 
 
 @pytest.mark.parametrize("stored", [0, 150])
-def test_opening_a_runtime_loads_the_model_for_a_first_run_and_only_readies_the_embedder_for_a_replay(monkeypatch, stored):
+def test_opening_a_runtime_loads_the_model_for_a_first_run_and_only_readies_the_embedder_for_a_replay(
+        monkeypatch, tmp_path, stored):
     """A first run (few stored vectors) starts loading the model in the background; a replay never
-    loads it, but the embedder's start-up (numpy, its model id) happens with the runtime's."""
+    loads it, but the embedder's start-up (numpy, its model id, the stored vectors read in one pass)
+    happens with the runtime's."""
+    import numpy as np
+
     from kgfed.engine.harness import runner
     from kgfed.engine.toolbox import embeddings
 
     loads: list = []
     monkeypatch.setattr(embeddings, "preload", lambda path=None: loads.append(path))
-
-    class Embedder:
-        model_path = None
-        cache = {i: b"" for i in range(stored)}
-        asked = False
-
-        @property
-        def model_id(self):
-            self.asked = True
-            return "model==1"
-
+    embedder = embeddings.Embedder(cache=tmp_path / "emb")
+    for i in range(stored):
+        embedder.cache.set(embedder._key(f"text {i}"), np.full(384, i, dtype=np.float32).tobytes())
     runtime = runner.Runtime(RunSpec("tog", kg_options={"no_cache": True}))
-    runtime.embedder = Embedder()
+    runtime.embedder = embedder
     runtime._preload()
-    assert stored >= runner.PRELOAD_BELOW or loads == [None]
+    assert stored >= runner.PRELOAD_BELOW or (loads == [None] and not embedder._memo)
     if stored >= runner.PRELOAD_BELOW:
-        assert loads == [] and runtime.embedder.asked and "numpy" in sys.modules
+        assert loads == [] and "numpy" in sys.modules and len(embedder._memo) == stored
+        assert embedder._memo["text 7"][0] == 7.0
+    embedder.close()

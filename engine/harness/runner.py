@@ -172,9 +172,9 @@ class Runtime:
         """Start loading the embedding model now when the embedding cache is (nearly) empty (a first run).
 
         Over a warm cache (a replay: the vectors are stored, the model is never loaded) the embedder's
-        own start-up happens here instead, with the runtime's: numpy's import (about 0.1 s, which
-        otherwise holds up the first questions while their look-ups wait in threads) and the model
-        id its cache keys are scoped by."""
+        own start-up happens here instead, with the runtime's (`Embedder.warm`): numpy's import (about
+        0.1 s, which otherwise holds up the first questions while their look-ups wait in threads), the
+        model id its cache keys are scoped by, and one read of every stored vector."""
         if self.embedder is None or self.spec.llm != "none" or ":" in self.spec.method:  # custom methods: on first use
             return
         cache = self.embedder.cache
@@ -183,10 +183,7 @@ class Runtime:
 
             preload(self.embedder.model_path)
         else:
-            import importlib
-
-            importlib.import_module("numpy")  # with numpy imported, the embedder's look-ups run on the loop
-            self.embedder.model_id  # noqa: B018 - resolved (a package metadata read) and kept
+            self.embedder.warm()  # with numpy imported, the embedder's look-ups run on the loop
 
     def _text_source(self):
         if not self.spec.text:
