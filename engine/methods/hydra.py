@@ -19,7 +19,7 @@ Web search is an interface (`WebSearch`) with no default provider: pass `web=` a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -112,11 +112,11 @@ class HydraRAG(PoG):
     `max_depth` D_max=3, `w1`=100, `w2`=20, `lambda_sem`=0.7, `alpha_cross`=0.7, `alphas`=(1/3,1/3,1/3),
     `rho` per source type {"kg": 1.0, "wikipedia": 0.8, "web": 0.7}, `gamma` support similarity threshold
     (0.8; the paper leaves it unset), `web` a WebSearch provider (None), `select_sources` run the agentic
-    selector when an LLM is present (True), `relevance_pool` embed for the relevance ranking only the best N KG
-    candidate paths by the BiBFS beam's own step score (0: every candidate, as the paper's Algorithm 4
-    reads, about 1,000 path texts never seen before per CWQ question; None: 0 with an LLM, W1 LLM-free, PoG's
-    rule, which left every answer of a 100-question CWQ sample unchanged at 4-5x the speed), plus PoG's `relation_width`, `neighbor_limit`,
-    `align`, `max_tokens`."""
+    selector when an LLM is present (True), `relevance_pool` embed for the relevance ranking only the best N
+    KG candidate paths by the BiBFS beam's own step score (0: every candidate, as the paper's Algorithm 4
+    reads, about 1,000 path texts never seen before per CWQ question; None: 0 with an LLM, W1 LLM-free,
+    PoG's rule, which left every answer of a 100-question CWQ sample unchanged at 4-5x the speed), plus
+    PoG's `relation_width`, `neighbor_limit`, `align`, `max_tokens`."""
 
     name = "hydra"
     LIMITS = HYDRA_LIMITS
@@ -157,11 +157,7 @@ class HydraRAG(PoG):
     # -- retrieval --
     async def structured(self, graph: Graph, order: Sequence[int], depth: int, query: str, exact: bool) -> list[ClusteredPath]:
         """Tree-based BiBFS paths through all topic entities in order (W1 seeds kept per depth)."""
-        step = await self.step_scorer(query, graph)
-        topics = set(order)
-
-        def level_score(path: ClusteredPath) -> float:  # the cross-score's relevance part, cheap per step
-            return self.p["lambda_sem"] * step(path) + (1 - self.p["lambda_sem"]) * jaccard(topics, path.nodes())
+        level_score = await self.level_scorer(query, graph, order)
         n = len(order)
         total = (n * (depth - 1), n * depth) if exact else (0, n * depth)
         paths = chain_paths(graph, list(order), depth, total=total, beam=self.p["w1"], score=level_score,
@@ -169,6 +165,13 @@ class HydraRAG(PoG):
         if not paths and len(order) > 1:  # no path joins every topic: grow from each one
             paths = [p for t in order for p in chain_paths(graph, [t], depth, beam=self.p["w1"], score=level_score)]
         return paths
+
+    async def level_scorer(self, query: str, graph: Graph, topics: Iterable[int]) -> Callable[[ClusteredPath], float]:
+        """The cross-score's relevance part, cheap per step: λsem · the steps' mean relation-word similarity to
+        `query` + λent · Jaccard(topics, Ent(p)). The BiBFS beam grows by it; `relevance_pool` ranks by it."""
+        step = await self.step_scorer(query, graph)
+        lam, topics = self.p["lambda_sem"], set(topics)
+        return lambda path: lam * step(path) + (1 - lam) * jaccard(topics, self.entities_of(path))
 
     async def unstructured(self, question: str, graph: Graph, order: Sequence[int], query: str, sources: Sequence[str]) -> list[ClusteredPath]:
         """Top-W_max passages of the topic entities' pages (ranked against the indicator) and web results, as text paths."""
@@ -260,10 +263,8 @@ class HydraRAG(PoG):
         kg_paths = [i for i, p in enumerate(candidates) if p.source == "kg"]
         if not pool or len(kg_paths) <= pool:
             return candidates
-        step = await self.step_scorer(query, graph)
-        lam = self.p["lambda_sem"]
-        cheap = {i: lam * step(candidates[i]) + (1 - lam) * jaccard(topic_nodes, self.entities_of(candidates[i]))
-                 for i in kg_paths}
+        level_score = await self.level_scorer(query, graph, topic_nodes)
+        cheap = {i: level_score(candidates[i]) for i in kg_paths}
         keep = set(sorted(kg_paths, key=lambda i: -cheap[i])[:pool])
         return [p for i, p in enumerate(candidates) if p.source != "kg" or i in keep]
 
