@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import queue
 import sys
 import threading
 import time
@@ -156,8 +157,6 @@ class _Replicas:
     `encoders()`. `take()` waits for a free one; `take(wait=False)` returns None when none is free."""
 
     def __init__(self, key: str, first) -> None:
-        import queue
-
         self.key = key
         self.free: queue.SimpleQueue = queue.SimpleQueue()
         self.free.put(first)
@@ -165,8 +164,6 @@ class _Replicas:
         self.lock = threading.Lock()
 
     def take(self, wait: bool = True):
-        import queue
-
         try:
             return self.free.get_nowait()
         except queue.Empty:
@@ -193,7 +190,7 @@ class _Replicas:
 def _replicas(path: str | os.PathLike | None):
     """The replica pool of `path`'s model (loading the model first, or waiting for `preload`)."""
     model = load_model(path)
-    key = str(Path(path).resolve()) if path else str(model_dir().resolve())
+    key = _model_key(path)
     with _load_lock:
         pool = _pools.get(key)
         if pool is None:
@@ -265,10 +262,14 @@ def model_dir() -> Path:
     return path
 
 
+def _model_key(path: str | os.PathLike | None) -> str:
+    """What a loaded model (and its replicas) is kept under: its directory, resolved."""
+    return str((Path(path) if path else model_dir()).resolve())
+
+
 def load_model(path: str | os.PathLike | None = None):
     """The process-wide SentenceTransformer for `path` (default: the bundled model), loaded on first call."""
-    path = Path(path) if path else model_dir()
-    key = str(path.resolve())
+    key = _model_key(path)
     with _load_lock:
         model = _models.get(key)
         if model is None:
