@@ -281,6 +281,6 @@ def test_open_kgs_is_reusable_with_a_single_bare_endpoint():
     args = argparse.Namespace(kg="wikidata", endpoint=f"file:{need(WD_NT)}", cache_dir=None, no_cache=True, offline=False,
                               timeout=5.0, concurrency=None, user_agent=None)
     kgs = open_kgs(args)
-    assert list(kgs) == ["wikidata"] and kgs["wikidata"].dialect.name == "wikidata" and str(WD_NT) in kgs["wikidata"].endpoint.name
+    assert list(kgs) == ["wikidata"] and kgs["wikidata"].dialect.name == "wikidata" and str(WD_NT.resolve()) in kgs["wikidata"].endpoint.name
     assert kg_names(argparse.Namespace(kg=None, endpoint=None)) == ["freebase", "wikidata"]
     assert kg_names(argparse.Namespace(kg=None, endpoint=["fb=qlever-freebase"])) == ["fb"]
