@@ -99,6 +99,74 @@ def test_a_text_encoded_twice_at_once_gets_the_stored_vector(tmp_path, monkeypat
     first.close(), second.close()
 
 
+def _overlapping_calls(embedder, monkeypatch, *, first_fails: bool = False):
+    """Two threads encode overlapping texts at once, the first still encoding when the second asks: the
+    texts each `encode_texts` call received, and each thread's vectors (or error)."""
+    import threading
+
+    from kgfed.engine.toolbox import embeddings
+
+    real_encode = embeddings.encode_texts
+    calls, started, second_asked, release = [], threading.Event(), threading.Event(), threading.Event()
+
+    def encode(path, texts, batch_size=embeddings.BATCH_SIZE):
+        calls.append(list(texts))
+        if len(calls) == 1:  # the first call holds its claim until the second call has asked
+            started.set()
+            assert release.wait(30)
+            if first_fails:
+                raise RuntimeError("the first encoding failed")
+        else:
+            second_asked.set()
+        return real_encode(path, texts, batch_size)
+
+    monkeypatch.setattr(embeddings, "encode_texts", encode)
+    results: dict[str, object] = {}
+
+    def run(name, texts):
+        try:
+            results[name] = embedder.encode_sync(texts)
+        except Exception as exc:  # noqa: BLE001 - inspected by the test
+            results[name] = exc
+
+    first = threading.Thread(target=run, args=("first", ["film director", "place of birth"]))
+    first.start()
+    assert started.wait(30)
+    second = threading.Thread(target=run, args=("second", ["place of birth", "people person nationality"]))
+    second.start()
+    assert second_asked.wait(30)  # the second call encoded its own text; it now waits for "place of birth"
+    release.set()
+    first.join(30), second.join(30)
+    return calls, results
+
+
+@pytest.mark.embeddings
+def test_a_text_being_encoded_by_another_call_is_waited_for_not_encoded_again(tmp_path, monkeypatch):
+    """Questions in flight share texts: the second call takes the first call's vector of the text both
+    need instead of encoding it again, and it is the stored one."""
+    import numpy as np
+
+    embedder = Embedder(cache=tmp_path / "emb")
+    calls, results = _overlapping_calls(embedder, monkeypatch)
+    assert calls == [["film director", "place of birth"], ["people person nationality"]]
+    assert np.array_equal(results["first"][1], results["second"][0])
+    assert (embedder.stats["encoded"], embedder.stats["shared"], embedder.stats["misses"]) == (3, 1, 4)
+    assert np.array_equal(Embedder(cache=tmp_path / "emb").encode_sync(["place of birth"])[0], results["second"][0])
+    assert embedder._claims == {}
+    embedder.close()
+
+
+@pytest.mark.embeddings
+def test_a_failed_encoding_leaves_its_texts_to_the_calls_waiting_for_them(tmp_path, monkeypatch):
+    embedder = Embedder(cache=tmp_path / "emb")
+    calls, results = _overlapping_calls(embedder, monkeypatch, first_fails=True)
+    assert isinstance(results["first"], RuntimeError)
+    assert calls[1:] == [["people person nationality"], ["place of birth"]]  # the waiter encoded it itself
+    assert results["second"].shape == (2, 384) and embedder.stats["shared"] == 0
+    assert embedder._claims == {}
+    embedder.close()
+
+
 @pytest.mark.embeddings
 def test_batches_shared_out_among_replicas_give_the_single_call_vectors(monkeypatch):
     """A large encoding is split into SentenceTransformer's own batches, spread over two replicas at once:
