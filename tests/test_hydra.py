@@ -13,7 +13,7 @@ from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.kg import KG
 from kgfed.engine.toolbox.llm import NoLLM, ReplayLLM
 from kgfed.engine.methods import get_method
-from kgfed.engine.methods.hydra import HydraRAG, WebDoc, cross_score, jaccard
+from kgfed.engine.methods.hydra import LLM_FREE_POOL, HydraRAG, WebDoc, cross_score, jaccard
 from kgfed.sparql.errors import KgfedError
 
 from .conftest import FED_DIR, SHARED, need
@@ -128,11 +128,15 @@ async def test_relevance_pool_embeds_only_the_best_kg_paths_by_step_score(questi
         assert min(cheap[paths.index(p)] for p in kept[:-1]) >= sorted(cheap, reverse=True)[4]
         everything = HydraRAG(kgs, NoLLM(), relevance_pool=0)  # the paper's Algorithm 4: every candidate
         assert await everything.relevance_candidates(q.text, graph, paths, topics) == paths
-        by_w1 = HydraRAG(kgs, NoLLM(), w1=5)  # LLM-free, the default pool is W1 (PoG's rule) ...
+        by_w1 = HydraRAG(kgs, NoLLM(), w1=5)  # LLM-free, the default pool is 80 but at most W1 ...
         with_llm = HydraRAG(kgs, ReplayLLM(need(REPLIES)), w1=5)  # ... with an LLM, every candidate (the paper's)
         assert await with_llm.relevance_candidates(q.text, graph, paths, topics) == paths
         assert by_w1.p["relevance_pool"] is None
         assert await by_w1.relevance_candidates(q.text, graph, [*paths, text], topics) == kept
+        assert LLM_FREE_POOL == 80 and HydraRAG(kgs, NoLLM()).p["w1"] == 100 and len(paths) > 80, len(paths)
+        by_default, pool_80 = HydraRAG(kgs, NoLLM()), HydraRAG(kgs, NoLLM(), relevance_pool=80)
+        chosen = await by_default.relevance_candidates(q.text, graph, paths, topics)
+        assert len(chosen) == 80 and chosen == await pool_80.relevance_candidates(q.text, graph, paths, topics)
         result = await hydra.answer(q.text, q.topics)
     assert result.answer == "Canada" and result.extra["candidates"] == len(paths)  # the pool limits embedding only
 
