@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from kgfed.engine.harness.datasets import (
-    FEVER_SYNONYMS, Question, canonical_dataset, dataset_from_name, fill_answer_names, gold_answers, load_dataset,
+    FEVER_SYNONYMS, Question, canonical_dataset, dataset_from_name, fill_answer_names, gold_answers, has_gold,
+    load_dataset, require_gold,
 )
 from kgfed.sparql.errors import DatasetError
 
@@ -259,7 +260,7 @@ def test_unknown_shape_names_the_fields_it_lacks(tmp_path):
     with pytest.raises(DatasetError) as err:
         load_dataset(path)
     message = str(err.value)
-    assert "has fields gold, query" in message and "lacks question, answers" in message
+    assert "has fields gold, query" in message and "lacks question of the nearest (plain)" in message
     assert "\n" not in message
 
 
@@ -276,8 +277,10 @@ def test_bad_json_line_and_bad_field(tmp_path):
     path.write_text('{"ID": "a", "question": "q", "answer": "x"}\n{not json\n', encoding="utf-8")
     with pytest.raises(DatasetError, match="line 2 is not JSON"):
         load_dataset(path)
-    bad = write(tmp_path, "cwq.json", [{"ID": "a", "question": "q", "answer": "x", "topic_entity": ["m.0abc"]}])
-    with pytest.raises(DatasetError, match="'topic_entity' is a list"):
+    listed = write(tmp_path, "cwq.json", [{"ID": "a", "question": "q", "answer": "x", "topic_entity": ["m.0abc"]}])
+    assert load_dataset(listed)[0].topics == {"freebase": {"m.0abc": ""}}  # a list of ids is a topic list
+    bad = write(tmp_path, "cwq.json", [{"ID": "a", "question": "q", "answer": "x", "topic_entity": [3]}])
+    with pytest.raises(DatasetError, match="'topic_entity' is a list of int"):
         load_dataset(bad)
     with pytest.raises(DatasetError, match="label 'MAYBE'"):
         load_dataset(write(tmp_path, "fever.json", [{"claim": "c", "label": "MAYBE"}]))
@@ -305,3 +308,44 @@ def test_names_and_fields_detection():
     assert set(FEVER_SYNONYMS) == {"REFUTES", "SUPPORTS", "NOT ENOUGH INFO"}
     q = Question("x", "t", meta={"type": 3})
     assert q.type == "3" and q.to_json()["id"] == "x"
+
+
+# -- plain question files (no gold) ------------------------------------------------------------------
+def test_plain_jsonl_with_optional_id_and_topics(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [
+        {"question": "Who founded Apple?"},
+        {"id": "b", "question": "Where was he born?", "topic_entity": {"m.0282x": "Douglas Adams"}},
+        {"question": "q3", "topics": ["Q42", "m.0abc"]},
+        {"question": "q4", "topics": "Q42, m.0abc"},
+        {"question": "q5", "topics": {"freebase": {"m.0abc": "Foo"}}},
+    ]) + "\n", encoding="utf-8")
+    questions = load_dataset(path)
+    assert [q.id for q in questions] == ["plain-0", "b", "plain-2", "plain-3", "plain-4"]
+    assert {q.dataset for q in questions} == {"plain"} and not any(has_gold(q) for q in questions)
+    assert questions[0].topics == {} and questions[1].topics == {"freebase": {"m.0282x": "Douglas Adams"}}
+    assert questions[2].topics == questions[3].topics == {"wikidata": {"Q42": ""}, "freebase": {"m.0abc": ""}}
+    assert questions[4].topics == {"freebase": {"m.0abc": "Foo"}}
+    with pytest.raises(DatasetError, match="has no gold answers") as err:
+        require_gold(questions, path)
+    assert "\n" not in str(err.value)
+
+
+def test_plain_txt_and_csv_one_question_a_line(tmp_path):
+    txt = tmp_path / "questions.txt"
+    txt.write_text("Who founded Apple?\n\n# a comment\n  Where is Paris?  \n", encoding="utf-8")
+    assert [(q.id, q.text) for q in load_dataset(txt)] == [("plain-0", "Who founded Apple?"), ("plain-1", "Where is Paris?")]
+    csv_file = tmp_path / "questions.csv"
+    csv_file.write_text('"Who, in 1990, won the cup?"\nWhere is Paris?\n', encoding="utf-8")
+    assert [q.text for q in load_dataset(csv_file)] == ["Who, in 1990, won the cup?", "Where is Paris?"]
+    headed = tmp_path / "headed.csv"
+    headed.write_text('id,question,topics,answers\na1,"Who founded Apple, Inc.?",m.0abc Q42,Steve Jobs|Wozniak\n',
+                      encoding="utf-8")
+    [q] = load_dataset(headed)
+    assert (q.id, q.text, q.dataset) == ("a1", "Who founded Apple, Inc.?", "plain")
+    assert q.topics == {"freebase": {"m.0abc": ""}, "wikidata": {"Q42": ""}} and q.answers == ["Steve Jobs", "Wozniak"]
+    assert has_gold(q) and gold_answers(q) == ["Steve Jobs", "Wozniak"]
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n# nothing\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match="holds no questions"):
+        load_dataset(empty)

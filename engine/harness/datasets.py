@@ -10,13 +10,23 @@ failing that, by the fields of the first record; the record shape (which fields 
 answers and topic entities) is always told by the fields. Ids are short everywhere: Freebase
 ``m.0abc``, Wikidata ``Q42``. Placeholder topic ids in the files (``UnknownMID``, ``UnknownQID``,
 ``None``) are not kept as topics; their names go to ``meta["unlinked_topics"]``.
+
+Plain question files need no gold: a JSONL/JSON file of ``{"question": ...}`` records (optional
+``id``, ``topic_entity``/``topics`` as ``{id: name}``, a list of ids or ``"m.0abc,Q42"``, optional
+``answers``), a ``.txt`` file of one question a line, or a ``.csv`` file of one question a line (or
+with a header row naming ``question`` and optionally ``id``, ``topics`` and ``answers`` columns).
+They load as the ``plain`` dataset; `has_gold` tells whether a file can be scored. Topic entities a
+plain question lacks are linked from its text by the method (`methods.base.link_topics`).
 """
 from __future__ import annotations
 
 import ast
+import csv
+import io
 import json
+import re
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +36,7 @@ from ...sparql.errors import DatasetError, EndpointError
 from ...sparql.results import parse_sparql_json
 
 DATASETS = ("cwq", "webqsp", "grailqa", "simpleqa", "qald", "webquestions", "trex", "zeroshotre",
-            "creak", "hotpot", "fever")
+            "creak", "hotpot", "fever", "plain")
 # Other spellings used by the methods' scripts and file names.
 _DATASET_ALIASES = {
     "complexwebquestions": "cwq", "webquestionssp": "webqsp", "graliqa": "grailqa", "simplequestions": "simpleqa",
@@ -56,7 +66,7 @@ FEVER_SYNONYMS: dict[str, list[str]] = {
     "NOT ENOUGH INFO": ["not enough information", "not enough info"],
 }
 # Record fields that hold {entity id: name} topic entities, in any of the files.
-TOPIC_FIELDS = ("topic_entity", "QID", "qid_topic_entity", "topic_entity_ids", "entities")
+TOPIC_FIELDS = ("topic_entity", "QID", "qid_topic_entity", "topic_entity_ids", "entities", "topics", "topic")
 # Fields a question file may wrap its records in (QALD: "questions", WebQSP: "Questions").
 _CONTAINER_KEYS = ("questions", "Questions", "data")
 
@@ -121,6 +131,44 @@ def resolve_path(path_or_name: str | Path) -> Path:
 
 
 # -- reading files ---------------------------------------------------------------------------------
+TEXT_SUFFIXES = (".txt", ".csv")  # one question a line (a CSV may have a header row naming its columns)
+
+
+def text_records(path: str | Path) -> list[dict[str, Any]]:
+    """The questions of a `.txt` (one a line; blank lines and `#` comments skipped) or `.csv` file as
+    plain records. A CSV whose first row has a `question` cell is read by its header (`id`, `question`,
+    `topics`/`topic_entity` ids separated by spaces, commas or semicolons, `answers` separated by `|`)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"cannot read question file {path}: {exc}; pass a readable UTF-8 text file") from None
+    if path.suffix.lower() != ".csv":
+        return [{"question": line.strip()} for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+    except csv.Error as exc:
+        raise DatasetError(f"question file {path} is not valid CSV ({exc}): fix the file or use one question a line in .txt") from None
+    header = [cell.strip().lower() for cell in rows[0]] if rows else []
+    if "question" not in header:
+        return [{"question": ",".join(row).strip()} for row in rows]  # an unquoted comma stays in the question
+    records = []
+    for number, row in enumerate(rows[1:], 2):
+        cells = dict(zip(header, (cell.strip() for cell in row)))
+        if not cells.get("question"):
+            raise DatasetError(f"question file {path} line {number} has no question: fill its question column or drop the line")
+        record: dict[str, Any] = {"question": cells["question"]}
+        if cells.get("id"):
+            record["id"] = cells["id"]
+        topics = cells.get("topics") or cells.get("topic_entity") or cells.get("topic")
+        if topics:
+            record["topics"] = topics
+        if cells.get("answers") or cells.get("answer"):
+            record["answers"] = [a.strip() for a in (cells.get("answers") or cells["answer"]).split("|") if a.strip()]
+        records.append(record)
+    return records
+
+
 def read_records(path: str | Path, what: str = "question file") -> list[dict[str, Any]]:
     """The records of a JSON list, a JSON object wrapping one (QALD, WebQSP) or a JSONL file."""
     path = Path(path)
@@ -173,6 +221,24 @@ def _structured(value: Any, name: str) -> Any:
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
     raise DatasetError(f"field {name!r} holds {value[:40]!r}, not a dict or list: fix the file or pass the right dataset")
+
+
+_ID_SEPARATORS = re.compile(r"[\s,;]+")
+
+
+def _topic_mapping(value: Any, name: str) -> dict[str, str]:
+    """A topic field as {id: name}: a mapping, a `{kg: {id: name}}` mapping, a list of ids, or ids in a string."""
+    if isinstance(value, str) and not value.strip().startswith(("{", "[")):
+        return {i: "" for i in _ID_SEPARATORS.split(value.strip()) if i}
+    value = _structured(value, name)
+    if isinstance(value, (list, tuple)):
+        if not all(isinstance(v, str) for v in value):
+            raise DatasetError(f"field {name!r} is a list of {type(next(v for v in value if not isinstance(v, str))).__name__}, "
+                               "expected ids (\"m.0abc\", \"Q42\") or {id: name}: fix the file")
+        return {v.strip(): "" for v in value if v.strip()}
+    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+        return {str(k): "" if n is None else str(n) for inner in value.values() for k, n in inner.items()}
+    return _mapping(value, name)
 
 
 def _mapping(value: Any, name: str) -> dict[str, str]:
@@ -421,6 +487,14 @@ def _parse_fever(record: dict[str, Any]) -> Parsed:
             "meta": {**_type(record, "label"), **_pick(record, ("verifiable", "evidence"))}}
 
 
+def _parse_plain(record: dict[str, Any]) -> Parsed:
+    """A plain question: `question`, and optionally `id` and gold `answers`/`answer` names (topics: TOPIC_FIELDS)."""
+    gold = record.get("answers", record.get("answer"))
+    return {"text": record["question"], "id": record.get("id"),
+            "answers": [] if gold in (None, "") else _strings(gold, "answers"),
+            "meta": _pick(record, ("type",))}
+
+
 def _parse_hotpot(record: dict[str, Any]) -> Parsed:
     """ToG-2/HydraRAG hotpotadv: question, answer, adversarial paragraphs and rationale."""
     return {"text": record["question"], "id": record.get("qas_id"), "answers": [str(record["answer"])],
@@ -445,6 +519,7 @@ SHAPES: tuple[Shape, ...] = (
     Shape("creak", ("creak",), ("sentence", "label"), _parse_creak),
     Shape("fever", ("fever",), ("claim", "label"), _parse_fever),
     Shape("hotpot", ("hotpot",), ("qas_id", "question", "answer"), _parse_hotpot),
+    Shape("plain", ("plain",), ("question",), _parse_plain),  # last: any record with a question, gold or not
 )
 
 
@@ -472,11 +547,11 @@ def load_dataset(path_or_name: str | Path, dataset: str | None = None) -> list[Q
         rog = load_questions(path_or_name)
         return _unique_ids([replace(q, dataset=canonical_dataset(dataset)) for q in rog] if dataset else rog)
     path = resolve_path(path_or_name)
-    records = read_records(path)
+    records = text_records(path) if path.suffix.lower() in TEXT_SUFFIXES else read_records(path)
     if not records:
         raise DatasetError(f"{path} holds no questions: pass a non-empty question file")
     wanted = canonical_dataset(dataset) if dataset else None
-    hint = wanted or dataset_from_name(path)
+    hint = wanted or ("plain" if path.suffix.lower() in TEXT_SUFFIXES else dataset_from_name(path))
     shape = detect_shape(records[0], hint, strict=wanted is not None, source=f"{path} record 0")
     name = hint if hint in shape.datasets else shape.datasets[0]
     return _unique_ids([build_question(shape, rec, i, name, str(path)) for i, rec in enumerate(records)])
@@ -517,7 +592,7 @@ def _topics(record: Mapping[str, Any], extra: Mapping[str, str]) -> tuple[dict[s
     """Topic entities from every topic field of the record plus the shape's own, grouped by KG."""
     topics: dict[str, dict[str, str]] = {}
     unlinked: list[str] = []
-    sources = [_mapping(record[name], name) for name in TOPIC_FIELDS if name in record] + [dict(extra)]
+    sources = [_topic_mapping(record[name], name) for name in TOPIC_FIELDS if name in record] + [dict(extra)]
     for mapping in sources:
         grouped, lost = _group_topics(mapping)
         for kg, ids in grouped.items():
@@ -538,6 +613,18 @@ def _unique_ids(questions: list[Question]) -> list[Question]:
 
 
 # -- gold answers ----------------------------------------------------------------------------------
+def has_gold(question: Question) -> bool:
+    """Whether a question carries gold answers (names or ids) a prediction can be scored against."""
+    return bool(question.answers or any(question.answer_ids.values()))
+
+
+def require_gold(questions: Sequence[Question], source: str | Path) -> None:
+    """A one-line DatasetError when none of `questions` has gold answers (a plain question file)."""
+    if questions and not any(has_gold(q) for q in questions):
+        raise DatasetError(f"{source} has no gold answers (plain questions): predictions can only be scored against "
+                           "a question file with answers (e.g. --gold ../shared/data/freebase/cwq_questions.jsonl)")
+
+
 def gold_answers(question: Question, dataset: str | None = None) -> list[str]:
     """The names ToG's eval (ToG-2's for fever and hotpot) compares a prediction with.
 
