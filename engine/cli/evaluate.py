@@ -5,7 +5,7 @@ import argparse
 import json
 
 from ...sparql.errors import DatasetError
-from ..harness.datasets import load_dataset
+from ..harness.datasets import load_dataset, require_gold
 from ..harness.evaluate import FORMATS, Report, compare, evaluate, read_nonempty
 
 
@@ -22,6 +22,7 @@ def summary(report: Report) -> str:
 
 async def cmd_evaluate(args: argparse.Namespace) -> int:
     questions = load_dataset(args.questions, args.dataset)
+    require_gold(questions, args.questions)
     report = evaluate(read_nonempty(args.predictions, args.format), questions, args.dataset)
     if getattr(args, "gold_implied", False) and report.missing:
         raise DatasetError(

@@ -101,6 +101,7 @@ async def cmd_extract(args: argparse.Namespace) -> int:
         topics = topics[:args.limit] if args.limit else topics
         if not topics:
             raise KgfedError(f"{args.questions} holds no questions")
+        topics = await _link_missing(args.questions, topics, kg)
         caps = Caps.for_dialect(kg.dialect, per_relation=args.per_relation, max_nodes=args.max_nodes,
                                 row_budget=args.row_budget, type_relations=_list(args.type_relations),
                                 exclude=_list(args.exclude))
@@ -124,6 +125,37 @@ async def cmd_extract(args: argparse.Namespace) -> int:
         print(f"kgfed: error: {run['failed']} question(s) failed and were not extracted (first: {first[0]}: {first[1]}); "
               "run again to retry them", file=sys.stderr)
     return 1 if run["failed"] else 0
+
+
+async def _link_missing(path: str, topics: list, kg) -> list:
+    """Questions without topic entities (a plain question file) get them linked from their text by label,
+    as `kgfed ask` does without --topic (`methods.base.link_topics`); the text is all that is read."""
+    import asyncio
+
+    from ..harness.datasets import load_dataset
+    from ..harness.extract import Topics
+    from ..methods.base import link_topics
+
+    missing = {t.id for t in topics if not t.entities}
+    if not missing:
+        return topics
+    try:
+        texts = {q.id: q.text for q in load_dataset(path) if q.id in missing}
+    except KgfedError:  # a --topics-only file: ids and topics, no text to link from
+        return topics
+    limit = asyncio.Semaphore(4)
+
+    async def link(t):
+        if t.id not in texts:
+            return t
+        async with limit:
+            found = await link_topics(texts[t.id], {kg.dialect.name: kg})
+        return Topics(t.id, tuple(sorted(found.get(kg.dialect.name, {}))))
+
+    linked = list(await asyncio.gather(*(link(t) for t in topics)))
+    print(f"kgfed: linked topic entities from the text of {sum(1 for t in linked if t.id in texts and t.entities)} of "
+          f"{len(texts)} questions without them", file=sys.stderr)
+    return linked
 
 
 # -- extract-check (reads gold: the separate step) ------------------------------------------------------

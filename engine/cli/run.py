@@ -72,6 +72,10 @@ async def cmd_run(args: argparse.Namespace) -> int:
         args.workers = 2
     questions = select_questions(load_dataset(args.dataset, args.dataset_name), limit=args.limit,
                                  sample=args.sample, seed=args.seed)
+    if args.llm.strip().lower() == "gold":  # the gold stand-in reads the gold of this very question file
+        from ..harness.datasets import resolve_path
+
+        args.llm = f"gold:{resolve_path(args.dataset).resolve()}"
     summary = await run(run_spec(args), questions, args.out, fmt=args.format, concurrency=args.in_flight,
                         workers=args.workers, use_ray=args.ray is not None, ray_address=args.ray or None,
                         costs=args.costs, progress=not args.no_progress)
@@ -90,7 +94,8 @@ def report_text(s: dict) -> str:
     """The final report of a run, a few readable lines."""
     lines = [
         f"{s['answered']}/{s['questions']} questions answered in {s['out']} ({s['new']} new, {s['skipped']} resumed, {s['failed']} failed)",
-        f"Hits@1 (ToG rule) {s['hits@1']:.4f}   strict {s['strict']:.4f}",
+        f"Hits@1 (ToG rule) {s['hits@1']:.4f}   strict {s['strict']:.4f}" if s["hits@1"] is not None
+        else "not scored: the question file has no gold answers",
     ]
     if s["new"]:
         lines.append(f"{s['questions_per_second']:.2f} questions/s   {s['queries_per_question']:.1f} queries/question   "

@@ -108,9 +108,9 @@ def read_topics(path: str | os.PathLike, kg: str = "freebase") -> list[Topics]:
 
     A question file's gold fields are dropped here, before the extractor sees anything.
     """
-    from .datasets import is_rog, load_dataset, read_records, resolve_path
+    from .datasets import TEXT_SUFFIXES, is_rog, load_dataset, read_records, resolve_path
 
-    if not is_rog(path):
+    if not is_rog(path) and resolve_path(path).suffix.lower() not in TEXT_SUFFIXES:  # .txt/.csv: plain questions
         records = read_records(resolve_path(path))
         if records and all(set(r) <= TOPICS_KEYS and "id" in r for r in records):
             return [Topics(str(r["id"]), tuple(sorted((r.get("topics") or {}).get(kg, {})))) for r in records]

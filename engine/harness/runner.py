@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..config import CacheOptions, HttpOptions, KGSpec
 
 from ...sparql.errors import KgfedError
-from .datasets import Question, gold_answers, read_records
+from .datasets import Question, gold_answers, has_gold, read_records
 from .evaluate import (NULL_ANSWER, Prediction, evaluate, prediction_from_record, prediction_record, tog_match,
                        write_predictions)
 
@@ -215,10 +215,21 @@ class Runtime:
         return {name: dict(question.topics.get(name) or question.topics.get(kg.dialect.name) or {})
                 for name, kg in self.kgs.items()}
 
+    async def named_topics(self, question: Question) -> dict[str, dict[str, str]]:
+        """`topics_for`, with a topic given by id only (a plain question file) named by its KG's label."""
+        topics = self.topics_for(question)
+        for name, ids in topics.items():
+            unnamed = [i for i, label in ids.items() if not label]
+            if unnamed:
+                labels = await self.kgs[name].labels(unnamed)
+                for i in unnamed:
+                    ids[i] = labels[i].label if i in labels and labels[i].label else i
+        return topics
+
     async def answer(self, question: Question, fmt: str) -> "Answered":
         """One question through the method; any failure is recorded, never raised (except cancellation)."""
         try:
-            result = await self.method.answer(question.text, self.topics_for(question))
+            result = await self.method.answer(question.text, await self.named_topics(question))
         except Exception as exc:  # one bad question must not end a run of thousands
             return Answered(question.id, None, {}, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         return Answered(question.id, to_prediction(question, result, fmt), dict(result.cost))
@@ -551,6 +562,57 @@ class Progress:
 
 
 # -- the run -----------------------------------------------------------------------------------------
+TOPIC_CHECK = 20  # topic entities looked up per KG before a run answers anything
+
+
+async def check_topics(kgs: Mapping[str, Any], questions: Sequence[Question], demo: Iterable[str] = ()) -> None:
+    """Stop a run whose KGs hold none of its questions' topic entities (the first TOPIC_CHECK per KG).
+
+    That is a set-up mistake (no --endpoint, so the bundled demo KG stood in; or the wrong file), which
+    would otherwise run to the end with every answer wrong. `demo` names the KGs opened on the demo KG.
+    A KG that cannot be asked (offline miss, endpoint error) is not judged here: the run reports it."""
+    demo = set(demo)
+    for name, kg in kgs.items():
+        ids: list[str] = []
+        for question in questions:
+            topics = question.topics.get(name) or question.topics.get(kg.dialect.name) or {}
+            ids += [i for i in topics if i not in ids]
+            if len(ids) >= TOPIC_CHECK:
+                break
+        ids = ids[:TOPIC_CHECK]
+        if not ids:
+            continue
+        try:
+            labels = await kg.labels(ids)
+            if any(label.label or label.description for label in labels.values()):
+                continue
+            found = await kg.relations_many(ids, "out")
+            if any(found.get(i) for i in ids):
+                continue
+        except KgfedError:
+            continue
+        shown = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
+        where = ("the bundled demo KG, used because no --endpoint was given for it" if name in demo
+                 else f"endpoint {kg.endpoint.name}")
+        raise KgfedError(f"KG {name!r} ({where}) holds none of the questions' topic entities ({shown}): give the KG "
+                         f"that holds them with --endpoint {name}=SPEC (e.g. {name}=file:KG.nt, {name}=qlever-{kg.dialect.name})")
+
+
+async def _check_run_topics(spec: RunSpec, questions: Sequence[Question], runtime: "Runtime | None" = None) -> None:
+    """`check_topics` over the run's KGs (the runtime's, else opened for the check and closed)."""
+    from ..config import close_kgs, open_kgs
+
+    demo = [s.name for s in spec.kg_specs() if s.endpoint is None]
+    if runtime is not None:
+        await check_topics(runtime.kgs, questions, demo)
+        return
+    kgs = open_kgs(spec.kg_specs(), http=spec.http_options(), cache=spec.cache_options())
+    try:
+        await check_topics(kgs, questions, demo)
+    finally:
+        await close_kgs(kgs)
+
+
 def select_questions(questions: Sequence[Question], *, limit: int | None = None, sample: int | None = None,
                      seed: int = 0) -> list[Question]:
     """A seeded random sample (kept in dataset order), then the first `limit`."""
@@ -589,11 +651,14 @@ async def run(spec: RunSpec, questions: Sequence[Question], out: str | Path, *, 
             if not todo:
                 pass
             elif use_ray:
+                await _check_run_topics(spec, todo)
                 await _run_ray(spec, todo, fmt, concurrency, workers, ray_address, on_done)
             elif workers > 1:
+                await _check_run_topics(spec, todo)
                 await _run_processes(spec, todo, fmt, concurrency, workers, on_done)
             else:
                 async with Runtime(spec) as runtime:
+                    await _check_run_topics(spec, todo, runtime)
                     tally.started = time.perf_counter()  # rates measure answering, not opening the runtime
                     await answer_all(runtime, todo, fmt, concurrency, on_done)
     except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (a scheduler, `kill`): same ending
@@ -650,14 +715,16 @@ def summarize(output: Output, questions: Sequence[Question], tally: Tally, skipp
     """Scores of everything in the output for these questions (ToG rule and strict) and this run's rates."""
     wanted = {q.id for q in questions}
     predictions = [p for k, p in output.predictions.items() if k in wanted]
-    report = evaluate(predictions, questions) if predictions else None
+    scored = any(has_gold(q) for q in questions)  # a plain question file has no gold: nothing to score
+    report = evaluate(predictions, questions) if predictions and scored else None
     n = tally.done
     cost = tally.cost
     return {
         "out": str(output.path), "costs": str(output.costs_path), "questions": len(questions),
         "answered": len(predictions), "new": n, "skipped": skipped, "failed": len(tally.failures),
         "failures": dict(list(tally.failures.items())[:20]),
-        "hits@1": report.hits_at_1 if report else 0.0, "strict": report.strict if report else 0.0,
+        "hits@1": report.hits_at_1 if report else (0.0 if scored else None),
+        "strict": report.strict if report else (0.0 if scored else None),
         "seconds": round(tally.elapsed, 3),
         "questions_per_second": round(n / tally.elapsed, 3) if n else 0.0,
         "queries_per_question": round(cost.get("sparql_queries", 0) / n, 3) if n else 0.0,
