@@ -7,21 +7,22 @@ TORCH   := torch==2.13.0   # the local CPU wheel; a plain `torch` pulls a multi-
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast bench clean
+.PHONY: demo test test-fast bench docs clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
 # core only: enough for the demo (no torch, starts in well under a second)
-$(VENV)/.core: pyproject.toml requirements.lock | $(BIN)/python
+# engine/__init__.py holds the version the installed metadata must carry
+$(VENV)/.core: pyproject.toml requirements.lock engine/__init__.py | $(BIN)/python
 	$(BIN)/pip install -q -c requirements.lock -e .
 	touch $@
 
-# everything the test-suite exercises: embeddings (CPU torch first), LLM SDK, text, dev tools
+# everything the test-suite exercises: embeddings (CPU torch first), LLM SDK, text, dev tools, the docs site
 $(VENV)/.dev: pyproject.toml requirements.lock $(VENV)/.core
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -c requirements.lock -e '.[embeddings,llm,text,dev]'
+	$(BIN)/pip install -q -c requirements.lock -e '.[embeddings,llm,text,dev,docs]'
 	touch $@
 
 demo: $(VENV)/.core
@@ -37,5 +38,9 @@ test-fast: $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench.tog_pattern
 
+# the docs site into site/ (strict: a broken link or a docstring that does not render fails)
+docs: $(VENV)/.dev
+	$(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info site
