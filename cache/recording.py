@@ -6,7 +6,10 @@
 
 Requests match on method, host, path and *the SPARQL query itself* (from the URL or the form body,
 whitespace-normalised), plus the body for everything else: vcrpy's default ignores bodies, so two
-POSTs replayed out of order would silently swap answers. Keys and cookies never reach a cassette.
+POSTs replayed out of order would silently swap answers. Secrets never reach a cassette: the
+`Authorization`/key/cookie request headers and key/token parameters are dropped, the URL's userinfo
+(`http://user:pw@host/…`; `HttpEndpoint` already sends it as a header) is cut, every remembered
+secret (`sparql.secrets.redact`) is masked in the URL and body, and `Set-Cookie` answers are dropped.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 import vcr
 import yaml
 
+from ..sparql.secrets import redact, strip_credentials
 from .responses import normalise_query
 
 SECRET_HEADERS = ["authorization", "x-api-key", "api-key", "cookie", "set-cookie", "proxy-authorization"]
@@ -58,6 +62,27 @@ def _params_except_query(r1, r2) -> None:
         raise AssertionError("different parameters")
 
 
+def _scrub_request(request):
+    """What is recorded of a request: no userinfo, no remembered secret in its URL or body."""
+    request.uri = redact(strip_credentials(request.uri))
+    body = request.body
+    if body:
+        text = body.decode("utf-8", "surrogateescape") if isinstance(body, bytes) else str(body)
+        clean = redact(text)
+        if clean != text:
+            request.body = clean.encode("utf-8", "surrogateescape") if isinstance(body, bytes) else clean
+    return request
+
+
+def _scrub_response(response: dict) -> dict:
+    """What is recorded of a response: without the cookies a server set."""
+    headers = response.get("headers") or {}
+    for name in list(headers):
+        if name.lower() in {"set-cookie", "set-cookie2", "authorization", "proxy-authenticate"}:
+            del headers[name]
+    return response
+
+
 def make_vcr(mode: RecordMode = "none", *, serializer: str = "yaml") -> vcr.VCR:
     """A VCR configured for kgfed: SPARQL-aware matching, secrets filtered, repeats allowed."""
     recorder = vcr.VCR(
@@ -66,6 +91,8 @@ def make_vcr(mode: RecordMode = "none", *, serializer: str = "yaml") -> vcr.VCR:
         match_on=["method", "host", "path", "params_except_query", "sparql_or_body"],
         filter_headers=SECRET_HEADERS,
         filter_query_parameters=SECRET_PARAMS,
+        before_record_request=_scrub_request,
+        before_record_response=_scrub_response,
         decode_compressed_response=True,
     )
     recorder.register_matcher("sparql_or_body", _sparql_or_body)

@@ -17,6 +17,11 @@ What it promises:
   a few tens of µs; a Redis GET on loopback about as much) and written by one writer thread in batched
   transactions (SQLite) or MULTI/EXEC pipelines (Redis), flushed on `flush()`, `close()` and at exit.
   A killed process loses at most the unflushed batch; a batch lands whole or not at all.
+- **A cache that fails never fails the answers.** A root that cannot be opened (full disk, read-only
+  directory) stops at once with one line naming `--cache-dir`/`--no-cache` (`root.CacheError`); a
+  write that fails later (the disk filled up during the run) turns caching off for the rest of the run
+  with a one-line warning, and a read that fails is a miss (one warning): answers stay right, only
+  uncached. `close()` never raises for the store.
 - **Cancellation is per caller.** Callers asking the same query at once share one request; a caller
   that is cancelled leaves the others waiting, and the request is cancelled only when no one is left.
 """
@@ -26,6 +31,7 @@ import asyncio
 import atexit
 import functools
 import hashlib
+import logging
 import marshal
 import os
 import re
@@ -39,9 +45,12 @@ from typing import NamedTuple
 
 from ..endpoints.base import Endpoint
 from .costs import charge
-from .root import CacheSpec, Store, open_store
+from .root import CACHE_FIX, CacheError, CacheSpec, Store, open_store, storage_reason
 from ..sparql.errors import Closed, KgfedError, OfflineMiss, PartialResult, UnexpectedAnswer
 from ..sparql.results import Expect, SelectResult, Term, check_answer, check_query_text
+from ..sparql.secrets import strip_credentials
+
+log = logging.getLogger("kgfed.cache")
 
 DEFAULT_CACHE_DIR = Path(CacheSpec.of(None).location)  # kept for old imports; the root is `cache.root`
 FORMAT = 2  # entry layout version; part of the key, so other layouts are never read
@@ -58,9 +67,16 @@ def expect_of(query: str) -> Expect:
     return Expect.of_query(query)
 
 
+@functools.lru_cache(maxsize=256)
+def endpoint_key(name: str) -> str:
+    """An endpoint's name as keys and entries hold it: without URL credentials (another password, same answers)."""
+    return strip_credentials(name)
+
+
 def cache_key(endpoint_name: str, query: str) -> str:
-    """The cache key of a query on an endpoint: the exact text, nothing folded."""
-    return hashlib.sha256(f"kgfed-v{FORMAT}\n{endpoint_name}\n{query}".encode("utf-8", "surrogatepass")).hexdigest()
+    """The cache key of a query on an endpoint: the exact text, nothing folded (the name without credentials)."""
+    name = endpoint_key(endpoint_name)
+    return hashlib.sha256(f"kgfed-v{FORMAT}\n{name}\n{query}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # Tokens whose text is kept byte for byte by `normalise_query`: long and short string literals, IRIs,
@@ -222,6 +238,8 @@ class ResponseCache:
         self._closed = False
         self.stats: Counter[str] = Counter()
         self.last_error: str | None = None
+        self.write_failed: str | None = None  # why writes stopped (caching is off for the rest of the run)
+        self.read_failed: str | None = None   # why reads stopped (every lookup is a miss)
         _OPEN.add(self)
 
     # -- reads -----------------------------------------------------------------------------------
@@ -238,7 +256,13 @@ class ResponseCache:
         if blob is None:
             blob = self._snapshot.pop(key, None) if self._snapshot else None
         if blob is None:
-            blob = self._store.get(key)
+            if self.read_failed is not None:
+                return None
+            try:
+                blob = self._store.get(key)
+            except CacheError as exc:
+                self._read_failure(exc)
+                return None
             self._reads += 1
             if self._reads == SNAPSHOT_AFTER and callable(getattr(self._store, "snapshot", None)):
                 self._snapshot = self._store.snapshot(SNAPSHOT_LIMIT) or {}
@@ -259,12 +283,17 @@ class ResponseCache:
     def prefetch(self, keys: Sequence[str]) -> None:
         """Read the entries of `keys` not yet in memory in one round trip (Redis `MGET`; on disk a read
         costs no round trip, so nothing is done). Later `get`s of them are memory hits (max-age still applies)."""
-        if not self.prefetches:
+        if not self.prefetches or self.read_failed is not None:
             return
         missing = [k for k in dict.fromkeys(keys) if k not in self._memory and k not in self._pending]
         if len(missing) < 2:
             return
-        for key, blob in zip(missing, self._store.get_many(missing[:self._memory_size])):
+        try:
+            blobs = self._store.get_many(missing[:self._memory_size])
+        except CacheError as exc:
+            self._read_failure(exc)
+            return
+        for key, blob in zip(missing, blobs):
             found = decode(blob) if isinstance(blob, bytes) else None
             if found is not None:
                 self._remember(key, found)
@@ -274,7 +303,29 @@ class ResponseCache:
         if len(self._memory) > self._memory_size:
             self._memory.popitem(last=False)
 
+    def _read_failure(self, exc: BaseException) -> None:
+        """Reads stopped working: every lookup is a miss from now on; said once."""
+        if self.read_failed is None:
+            self.read_failed = storage_reason(exc) if not isinstance(exc, CacheError) else str(exc)
+            self.stats["read_errors"] += 1
+            log.warning("kgfed: warning: %s; answers are fetched without the cache from now on", self.read_failed)
+
     # -- writes ----------------------------------------------------------------------------------
+    def _write_failure(self, exc: BaseException) -> None:
+        """A write failed (full disk, read-only directory, database locked or gone): caching stops for
+        the rest of this process with one warning; answers are unaffected (they stay in memory)."""
+        self.stats["write_errors"] += 1
+        self.last_error = f"{exc.__class__.__name__}: {exc}"
+        with self._wakeup:
+            first = self.write_failed is None
+            if first:
+                self.write_failed = str(exc) if isinstance(exc, KgfedError) else \
+                    f"cannot write the cache at {self.location} ({storage_reason(exc)}): {CACHE_FIX}"
+            self._queue.clear()
+            self._pending.clear()  # what was queued is kept in memory (`_remember`), not in the store
+        if first:
+            log.warning("kgfed: warning: %s; this run goes on without caching new answers", self.write_failed)
+
     def set(self, key: str, result: SelectResult, *, source: str = "") -> None:
         """Queue a complete answer for storage (partial answers are refused); returns at once."""
         if result.partial:
@@ -283,9 +334,11 @@ class ResponseCache:
             raise Closed(f"the response cache at {self.location} is closed: open a new ResponseCache")
         created = time.time()
         packed = compact(result)
-        blob = _blob(packed, result, source, created)
         self._snapshot.pop(key, None)  # never serve the value read before this one
         self._remember(key, Entry(created, source, StoredResult(list(result.vars), packed, result.boolean)))
+        if self.write_failed is not None:  # the store cannot take it: this run keeps it in memory only
+            return
+        blob = _blob(packed, result, source, created)
         with self._wakeup:
             self._pending[key] = blob
             self._queue.append((key, blob))
@@ -305,10 +358,8 @@ class ResponseCache:
             time.sleep(self._linger)  # let a burst of answers join one transaction
             try:
                 self._drain()
-            except Exception as exc:  # a full disk, a locked database, Redis gone: keep serving, say so in stats
-                self.stats["write_errors"] += 1
-                self.last_error = f"{exc.__class__.__name__}: {exc}"
-                time.sleep(1.0)
+            except Exception as exc:  # a full disk, a locked database, Redis gone: keep serving, caching off
+                self._write_failure(exc)
 
     def _drain(self) -> None:
         with self._write_lock:
@@ -328,9 +379,13 @@ class ResponseCache:
                             del self._pending[key]
 
     def flush(self) -> None:
-        """Commit every queued write now (blocking; from async code use `await asyncio.to_thread(cache.flush)`)."""
+        """Commit every queued write now (blocking; from async code use `await asyncio.to_thread(cache.flush)`).
+        A write that fails turns caching off with a warning (see `_write_failure`); it is not raised."""
         if self._queue:
-            self._drain()
+            try:
+                self._drain()
+            except Exception as exc:  # noqa: BLE001 - the answers are right; only their storage failed
+                self._write_failure(exc)
 
     def delete(self, key: str) -> None:
         self.flush()
@@ -364,7 +419,10 @@ class ResponseCache:
         if self._writer is not None:
             self._writer.join(5)
         self.flush()
-        self._store.close()
+        try:
+            self._store.close()
+        except Exception as exc:  # noqa: BLE001 - closing loses nothing: never hide the run's own outcome
+            log.warning("kgfed: warning: closing the cache at %s failed (%s)", self.location, storage_reason(exc))
         _OPEN.discard(self)
 
 
@@ -403,7 +461,7 @@ class CachedEndpoint:
 
     @property
     def name(self) -> str:
-        return self.inner.name
+        return endpoint_key(self.inner.name)
 
     def _key(self, query: str) -> str:
         key = self._keys.get(query) if type(query) is str else None
@@ -539,7 +597,7 @@ class CachedEndpoint:
             self.stats["partial"] += 1
             charge("partial")
         elif self.cache is not None:
-            name = self.inner.name  # re-read: an embedded store fingerprints its files when it loads them
+            name = endpoint_key(self.inner.name)  # re-read: an embedded store fingerprints its files when it loads them
             stored = cache_key(name, query)
             if stored != key:  # the data changed under the name: forget keys made with the old one
                 self._keys.clear()

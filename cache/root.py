@@ -16,10 +16,16 @@ kgfed keeps four stores: `responses` (SPARQL answers, `cache.responses.ResponseC
 `set_many` (one transaction / one MULTI-EXEC pipeline: all or nothing), `delete`, `keys`, `__len__`, `clear`, `flush`, `close`; keys are
 strings, values bytes. Batching and in-process memory are the caller's business (`ResponseCache`
 adds its writer thread on top).
+
+A store that cannot be used raises `CacheError` (a `KgfedError`: one line naming the directory, the
+reason and the fix, `--cache-dir`/`--no-cache`), never SQLite's or the OS's own exception: a full disk
+(`database or disk is full`, ENOSPC), a read-only or unwritable directory, a locked or damaged database.
+diskcache writes when it opens a directory, so a full or read-only root already fails at `open_store`.
 """
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
@@ -28,8 +34,29 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..sparql.errors import KgfedError
+from ..sparql.secrets import redact, remember, strip_credentials
 
 ENV = "KGFED_CACHE_DIR"
+CACHE_FIX = "free space or fix its permissions, give another --cache-dir, or run with --no-cache"
+
+
+class CacheError(KgfedError):
+    """A cache store cannot be opened, read or written (full disk, read-only directory, damaged database)."""
+
+
+def storage_reason(exc: BaseException) -> str:
+    """The one-line reason of a disk or SQLite error (`No space left on device`, `database or disk is full`)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc).strip().splitlines()
+    return text[0] if text else exc.__class__.__name__
+
+
+def _storage_errors() -> tuple[type[BaseException], ...]:
+    import diskcache
+
+    return (OSError, sqlite3.Error, diskcache.Timeout)
+
 KINDS: dict[str, str] = {"responses": "responses", "alignments": "alignments", "embeddings": "embeddings",
                          "text": "wikipedia"}  # kind -> directory name under a disk root
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -67,10 +94,10 @@ class CacheSpec:
             parsed = urllib.parse.urlparse(text)
             db = parsed.path.strip("/") if parsed.scheme != "unix" else ""
             if (parsed.scheme != "unix" and not parsed.hostname) or (db and not db.isdigit()):
-                raise KgfedError(f"cache location {text!r} is not a Redis URL: give redis://HOST:PORT/DB (e.g. redis://127.0.0.1:6379/0)")
+                raise KgfedError(f"cache location {redact(text)!r} is not a Redis URL: give redis://HOST:PORT/DB (e.g. redis://127.0.0.1:6379/0)")
             return cls(text)
         if "://" in text:
-            raise KgfedError(f"cache location {text!r} has an unknown scheme: give a directory or redis://HOST:PORT/DB")
+            raise KgfedError(f"cache location {redact(text)!r} has an unknown scheme: give a directory or redis://HOST:PORT/DB")
         return cls(str(Path(text).expanduser().resolve()))
 
     @property
@@ -124,10 +151,21 @@ class DiskStore:
 
         self.directory = Path(directory)
         self.location = str(self.directory)
-        self.cache = diskcache.Cache(self.location, size_limit=size_limit)
+        self._errors = _storage_errors()
+        try:
+            self.cache = diskcache.Cache(self.location, size_limit=size_limit)
+        except self._errors as exc:
+            raise CacheError(f"cannot open the cache at {self.location} ({storage_reason(exc)}): {CACHE_FIX}") from None
+
+    def _do(self, what: str, call: Any, *args: Any) -> Any:
+        """`call(*args)`, with a disk or SQLite failure as a one-line `CacheError`."""
+        try:
+            return call(*args)
+        except self._errors as exc:
+            raise CacheError(f"cannot {what} the cache at {self.location} ({storage_reason(exc)}): {CACHE_FIX}") from None
 
     def get(self, key: str) -> bytes | None:
-        value = self.cache.get(key)
+        value = self._do("read", self.cache.get, key)
         return value.encode("utf-8") if isinstance(value, str) else value  # str: written by kgfed < 0.2
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
@@ -148,30 +186,36 @@ class DiskStore:
         return {key: bytes(value) for key, value in rows if type(key) is str and value is not None}
 
     def set(self, key: str, value: bytes) -> None:
-        self.cache.set(key, value)
+        self._do("write", self.cache.set, key, value)
 
     def set_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        self._do("write", self._transaction, items)
+
+    def _transaction(self, items: Sequence[tuple[str, bytes]]) -> None:
         with self.cache.transact():
             for key, value in items:
                 self.cache.set(key, value)
 
     def delete(self, key: str) -> None:
-        self.cache.delete(key)
+        self._do("write", self.cache.delete, key)
 
     def keys(self) -> Iterator[str]:
-        return (k for k in self.cache.iterkeys() if isinstance(k, str))
+        return iter(self._do("read", lambda: [k for k in self.cache.iterkeys() if isinstance(k, str)]))
 
     def __len__(self) -> int:
-        return len(self.cache)
+        return self._do("read", len, self.cache)
 
     def clear(self) -> None:
-        self.cache.clear()
+        self._do("write", self.cache.clear)
 
     def flush(self) -> None:
         """Writes are committed when `set`/`set_many` return."""
 
     def close(self) -> None:
-        self.cache.close()
+        try:
+            self.cache.close()
+        except self._errors:  # closing releases the connections; nothing is lost by a failure here
+            pass
 
 
 class RedisStore:
@@ -186,7 +230,8 @@ class RedisStore:
             import redis
         except ImportError:
             raise KgfedError(f"the Redis cache ({url}) needs the redis package: pip install 'kgfed[redis]'") from None
-        self.location = url
+        self.location = strip_credentials(url)  # shown in messages: never the password of redis://:PW@host
+        remember(urllib.parse.urlsplit(url).password)
         self.prefix = f"kgfed:{_check_kind(kind)}:"
         self._errors = (redis.RedisError, OSError)
         self.client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
@@ -195,7 +240,7 @@ class RedisStore:
             self.client.ping()
         except self._errors as exc:
             self.client.close()
-            raise KgfedError(f"cannot reach the Redis cache at {url} ({exc.__class__.__name__}: {exc}): start "
+            raise CacheError(f"cannot reach the Redis cache at {self.location} ({exc.__class__.__name__}: {redact(str(exc))}): start "
                              f"redis-server there or give another --cache-dir") from None
 
     def _do(self, what: str, call: Any, *args: Any) -> Any:
@@ -203,7 +248,7 @@ class RedisStore:
         try:
             return call(*args)
         except self._errors as exc:
-            raise KgfedError(f"the Redis cache at {self.location} failed to {what} ({exc.__class__.__name__}: {exc}): "
+            raise CacheError(f"the Redis cache at {self.location} failed to {what} ({exc.__class__.__name__}: {redact(str(exc))}): "
                              f"check the server, or run with --no-cache") from None
 
     def get(self, key: str) -> bytes | None:

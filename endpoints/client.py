@@ -42,6 +42,7 @@ from ..sparql.errors import (
     ClientClosed, EndpointConnectionError, EndpointError, EndpointTimeout, HttpStatusError, QueryTimeout,
     RateLimited, UserAgentRejected,
 )
+from ..sparql.secrets import strip_credentials
 from .transport import (
     AiohttpTransport, AsyncTransport, Request, Response, TransportConnectError, TransportTimeout, TransportTruncated,
 )
@@ -283,7 +284,7 @@ class HttpClient:
         `UserAgentRejected` on a robot-policy answer, `RateLimited` on a 429 that keeps coming back, and
         `EndpointConnectionError`/`HttpStatusError` after the retry budget on dropped connections/5xx.
         """
-        host = urlsplit(url).netloc
+        host = urlsplit(url).netloc.rpartition("@")[2]  # never the userinfo (secrets.py)
         what = f"{method} {host}"
         if self._closed:
             raise ClientClosed(f"{what}: the HTTP client is closed: open the KG/run again (a closed client sends nothing)")
@@ -297,7 +298,7 @@ class HttpClient:
                     await self._spend_budget(host)
                     self.stats["requests"] += 1
                     request = Request(method, url, params, data, self._headers(host, headers), limit)
-                    log.debug("%s %s (attempt %d)", method, url, attempt + 1)
+                    log.debug("%s %s (attempt %d)", method, strip_credentials(url), attempt + 1)
                     response = await self.transport.send(request)
             except TransportTimeout:
                 self.stats["timeouts"] += 1
@@ -347,13 +348,13 @@ class HttpClient:
         response = await self.request("GET", url, params=params, headers=headers)
         if response.status >= 400:
             raise HttpStatusError(
-                f"GET {urlsplit(url).netloc} answered HTTP {response.status}: {first_line(response.text())}",
+                f"GET {urlsplit(url).netloc.rpartition('@')[2]} answered HTTP {response.status}: {first_line(response.text())}",
                 status=response.status,
             )
         try:
             return json.loads(response.body)
         except ValueError as exc:
-            raise EndpointError(f"GET {urlsplit(url).netloc} returned malformed JSON ({exc})") from None
+            raise EndpointError(f"GET {urlsplit(url).netloc.rpartition('@')[2]} returned malformed JSON ({exc})") from None
 
 
 def _refuse_robot_policy(what: str, host: str, response: Response) -> None:

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from ..sparql.errors import EndpointError, HttpStatusError, NotAnAnswer, PartialResult
 from ..sparql.results import SelectResult, parse_sparql_json
+from ..sparql.secrets import redact, split_credentials
 from .client import HttpClient, Response, first_line
 
 ACCEPT = "application/sparql-results+json"
@@ -31,6 +32,10 @@ class HttpEndpoint:
       `PartialResult` if it is still incomplete (a row cap is not retried: paging is the fix);
     - `"allow"`: return it marked `partial` (with `note`); the cache never stores it and the KG's
       answers say `.partial`. (`"report"` is the old name of `"allow"`.)
+
+    Credentials in the URL (`http://user:pw@host/sparql`) are split off at once: every request carries
+    them as an `Authorization: Basic` header and goes to the URL without userinfo, and `url` and `name`
+    (hence cache keys, messages and logs) never hold them.
     """
 
     def __init__(
@@ -49,7 +54,8 @@ class HttpEndpoint:
     ):
         parts = urlsplit(url)
         if parts.scheme not in {"http", "https"} or not parts.netloc:
-            raise EndpointError(f"invalid endpoint URL {url!r}: expected http(s)://host[:port]/path")
+            raise EndpointError(f"invalid endpoint URL {redact(url)!r}: expected http(s)://host[:port]/path")
+        url, self._authorization = split_credentials(url)
         self.url = url
         self.client = client
         self.default_graph = default_graph
@@ -99,6 +105,8 @@ class HttpEndpoint:
         if timeout_ms and self.server in SENDS_TIMEOUT:
             fields["timeout"] = str(timeout_ms)  # Virtuoso's anytime limit
         headers = {"Accept": ACCEPT}
+        if self._authorization:
+            headers["Authorization"] = self._authorization
         self.requests += 1
         if len(query) <= self.post_threshold:
             response = await self.client.request("GET", self.url, params=fields, headers=headers)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..sparql.dialects import FREEBASE, WIKIDATA, Dialect, get_dialect
 from ..sparql.errors import UnknownEndpoint
+from ..sparql.secrets import redact, strip_credentials
 from .base import Endpoint
 from .client import HttpClient
 from .embedded import EmbeddedEndpoint
@@ -137,11 +138,11 @@ def resolve_endpoint(
             raise UnknownEndpoint(f"cannot tell the dialect of {paths[0]}: add --dialect wikidata or --dialect freebase")
         return endpoint, chosen
     if spec.startswith(("http://", "https://")):
-        known = profile_for_url(spec)
+        known = profile_for_url(strip_credentials(spec))
         if known is not None:  # a profile's URL or an old alias: its server kind and dialect are known
             return _open_profile(known, client or HttpClient(), url=spec, **http_options), _profile_dialect(known, dialect)
         if dialect is None:
-            raise UnknownEndpoint(f"endpoint {spec} needs a dialect: add --dialect wikidata or --dialect freebase")
+            raise UnknownEndpoint(f"endpoint {strip_credentials(spec)} needs a dialect: add --dialect wikidata or --dialect freebase")
         return HttpEndpoint(spec, client or HttpClient(), **http_options), get_dialect(dialect)
     names = ", ".join(PROFILES)
-    raise UnknownEndpoint(f"unknown endpoint {spec!r}: use one of {names}, file:PATH or an http(s) URL")
+    raise UnknownEndpoint(f"unknown endpoint {redact(spec)!r}: use one of {names}, file:PATH or an http(s) URL")

@@ -94,7 +94,9 @@ class KGSpec:
         key, sep, spec = item.partition("=")
         if not sep or not spec.strip() or ":" in key or "/" in key:  # a bare spec (URLs and file: rarely hold =)
             if name is None:
-                raise KgfedError(f"--endpoint {item!r} names no KG: write it as KG=[DIALECT@]SPEC, e.g. --endpoint freebase=file:fb.nt")
+                from ..sparql.secrets import redact
+
+                raise KgfedError(f"--endpoint {redact(item)!r} names no KG: write it as KG=[DIALECT@]SPEC, e.g. --endpoint freebase=file:fb.nt")
             key, spec = name, item
         spec = spec.strip()
         prefixed = _DIALECT_PREFIX.fullmatch(spec)

@@ -6,13 +6,24 @@ logs, cassettes, cache keys and entries) passes through :func:`redact` first; ca
 names use :func:`strip_credentials`, so the same endpoint with another password shares its cache and
 the password is written nowhere.
 
-Pure string functions (no I/O), so every layer can use them.
+Besides the patterns below (URL userinfo, the services' token shapes, `key=value` and `Bearer`
+forms), :func:`redact` masks every secret kgfed has met: a password taken from an endpoint URL
+(:func:`remember`, called where credentials are split off) and the value of every environment variable
+named like a secret (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `KGFED_WIKIMEDIA_TOKEN`, `*_PASSWORD`, ...),
+so a message that quotes one bare, outside any recognisable form, is still masked.
+:class:`RedactingFilter` applies the same to log records.
+
+String functions (no I/O; the environment is read, never written), so every layer can use them.
 """
 
 from __future__ import annotations
 
+import base64
+import logging
+import os
 import re
-from urllib.parse import urlsplit, urlunsplit
+import threading
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 MASK = "***"
 
@@ -26,6 +37,30 @@ _TOKENS = [
     re.compile(r"(?i)\b((?:x-)?api[-_]?key|access[-_]?token|auth[-_]?token|token|password|passwd|pwd|secret)"
                r"(\s*[=:]\s*|\"\s*:\s*\")([^\s&\"',;]+)"),
 ]
+
+
+# environment variables whose values are secrets wherever they appear
+_SECRET_ENV = re.compile(r"(?i)((^|_)key|token|secret|passw(or)?d|credentials?)$")
+_MIN_SECRET = 4  # shorter "secrets" would mask ordinary words
+_MIN_ENV_SECRET = 8  # an environment switch such as FOO_TOKEN=true is not a secret
+_known: set[str] = set()
+_known_lock = threading.Lock()
+
+
+def remember(*secrets: str | None) -> None:
+    """Mask these values (and their percent-encoded forms) in everything :func:`redact` sees from now on."""
+    with _known_lock:
+        for secret in secrets:
+            if secret and len(secret) >= _MIN_SECRET:
+                _known.update({secret, quote(secret, safe=""), quote(secret, safe="!$&'()*+,;=")})
+
+
+def known_secrets() -> list[str]:
+    """The remembered secrets and the secret-named environment variables' values, longest first."""
+    found = {v for k, v in os.environ.items() if len(v) >= _MIN_ENV_SECRET and _SECRET_ENV.search(k)}
+    with _known_lock:
+        found |= _known
+    return sorted(found, key=len, reverse=True)
 
 
 def _mask_token(match: re.Match[str]) -> str:
@@ -44,10 +79,26 @@ def redact(text: str, *secrets: str | None) -> str:
     out = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
     for pattern in _TOKENS:
         out = pattern.sub(_mask_token, out)
-    for secret in secrets:
-        if secret and len(secret) >= 4:
+    for secret in (*(s for s in secrets if s), *known_secrets()):
+        if len(secret) >= _MIN_SECRET:
             out = out.replace(secret, MASK)
     return out
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter (put it on a handler) that passes every record through :func:`redact`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and record.exc_info[1] is not None:  # the traceback's last line quotes the error
+            text = str(record.exc_info[1])
+            if redact(text) != text:
+                record.exc_info, record.exc_text = None, None
+                record.msg = f"{record.msg} ({redact(text)})"
+        return True
 
 
 def strip_credentials(url: str) -> str:
@@ -64,8 +115,6 @@ def strip_credentials(url: str) -> str:
 
 def credentials(url: str) -> tuple[str, str] | None:
     """The (user, password) in `url`, unquoted, or None: for the transport's Authorization header only."""
-    from urllib.parse import unquote
-
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -73,3 +122,20 @@ def credentials(url: str) -> tuple[str, str] | None:
     if parts.username is None:
         return None
     return unquote(parts.username), unquote(parts.password or "")
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """`url` without userinfo, and the `Authorization: Basic …` value its userinfo stands for (or None).
+
+    The password is remembered (:func:`remember`), so it is masked wherever it is quoted later.
+    """
+    found = credentials(url)
+    if found is None:
+        return url, None
+    user, password = found
+    remember(password)
+    if len(user) >= 8:  # a user name long enough to be a token (e.g. https://TOKEN@host/)
+        remember(user)
+    token = base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii")
+    remember(token)
+    return strip_credentials(url), f"Basic {token}"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...sparql.errors import KgfedError
+from ...sparql.secrets import redact
 
 # Modules that add sub-commands: each has `register(subparsers, common)`; imported lazily per run.
 COMMAND_MODULES: list[str] = [".context", ".federation", ".evaluate", ".freebase", ".ask", ".run", ".mcp", ".extract", ".endpoints"]
@@ -454,19 +455,39 @@ def _hint(args: argparse.Namespace, message: str) -> str:
 
 def configure_logging(verbosity: int) -> None:
     """`-v`: kgfed's INFO lines (retries, 429 pauses, warnings) on stderr; `-vv`: DEBUG (every request,
-    cache hit and miss). The library itself only logs; nothing is printed unless a command asks here."""
-    if not verbosity:
-        return
+    cache hit and miss). The library itself only logs; nothing is printed unless a command asks here.
+    Either way every line passes through `secrets.redact` (no password or token reaches stderr)."""
     import logging
 
+    from ...sparql.secrets import RedactingFilter
+
+    last = logging.lastResort  # prints warnings when no handler is set up (no -v)
+    if last is not None and not any(isinstance(f, RedactingFilter) for f in last.filters):
+        last.addFilter(RedactingFilter())
+    if not verbosity:
+        return
     logger = logging.getLogger("kgfed")
     if not any(getattr(h, "_kgfed", False) for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("kgfed: %(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(RedactingFilter())
         handler._kgfed = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO)
     logger.propagate = False
+
+
+def disk_error_line(exc: OSError) -> str:
+    """One line for a file-system error that reached the top: what failed, where, and the fix."""
+    import errno
+
+    where = f"{exc.filename}: " if exc.filename else ""
+    reason = exc.strerror or str(exc) or exc.__class__.__name__
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return f"cannot write {where}{reason}: free space, or write elsewhere (--out, --cache-dir; --no-cache runs without the cache)"
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return f"cannot write {where}{reason}: choose a writable path (--out, --cache-dir; --no-cache runs without the cache)"
+    return f"{where}{reason}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -490,21 +511,29 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_stdout()
         return 0
     except KgfedError as exc:
-        print(f"kgfed: error: {_hint(args, str(exc))}", file=sys.stderr)
+        print(f"kgfed: error: {redact(_hint(args, str(exc)))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # printed once; an interrupted run says what it kept
-        runner = sys.modules.get("kgfed.engine.harness.runner")
-        note = getattr(runner, "interrupted_note", None)
-        print(f"kgfed: {note or 'interrupted'}", file=sys.stderr)
+    except KeyboardInterrupt:  # printed once; an interrupted run (or extract) says what it kept
+        notes = (getattr(sys.modules.get(f"kgfed.engine.harness.{m}"), "interrupted_note", None) for m in ("runner", "extract"))
+        print(f"kgfed: {next((n for n in notes if n), None) or 'interrupted'}", file=sys.stderr)
         return 130
+    except OSError as exc:  # a full disk, a read-only directory, an unwritable output file: one line, exit 2
+        if os.environ.get("KGFED_DEBUG"):
+            raise
+        print(f"kgfed: error: {redact(disk_error_line(exc))}", file=sys.stderr)
+        return 2
     except Exception as exc:  # vcrpy's replay miss and other library errors: one line, never a traceback
         name = exc.__class__.__name__
+        if type(exc).__module__ == "sqlite3" and not os.environ.get("KGFED_DEBUG"):  # a store opened outside cache.root
+            print(f"kgfed: error: a cache database failed ({redact(str(exc))}): free space or fix its permissions, "
+                  "give another --cache-dir, or run with --no-cache", file=sys.stderr)
+            return 2
         if name == "CannotOverwriteExistingCassetteException":
             print("kgfed: error: request not in the cassette (replay-only): record it with --record", file=sys.stderr)
             return 2
         if os.environ.get("KGFED_DEBUG"):
             raise
-        print(f"kgfed: error: unexpected {name}: {str(exc).splitlines()[0] if str(exc) else ''} (set KGFED_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(f"kgfed: error: unexpected {name}: {redact(str(exc).splitlines()[0]) if str(exc) else ''} (set KGFED_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1
 
 
