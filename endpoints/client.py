@@ -325,6 +325,7 @@ class HttpClient:
                     log.info("%s answered 429: pausing the host %.1f s", what, wait)
                     last_error = RateLimited(f"{what} answered HTTP 429 (rate limited) {attempt + 1} times", retry_after=wait)
                     continue  # the pause above is the delay
+                _raise_blazegraph_timeout(what, response)
                 if response.status in RETRY_STATUSES:
                     last_error = HttpStatusError(
                         f"{what} answered HTTP {response.status}: {first_line(response.text())}",
@@ -385,6 +386,29 @@ def _raise_server_timeout(what: str, response: Response) -> None:
         raise QueryTimeout(f"{what} stopped the query at its time limit (HTTP 429: {message}): ask a narrower query "
                            "(a smaller --batch-size, fewer hops, a LIMIT); this is a timeout, not a rate limit", status=429)
     raise HttpStatusError(f"{what} cancelled the query (HTTP 429: {first_line(message)}): run it again later", status=429)
+
+
+# What Blazegraph (WDQS) writes when a query runs past its deadline: the query, then the Java exception.
+_BLAZEGRAPH_TIMEOUTS = (b"java.util.concurrent.TimeoutException", b"QueryTimeoutException", b"Query deadline is expired")
+
+
+def _raise_blazegraph_timeout(what: str, response: Response) -> None:
+    """WDQS stops a query at its 60 s deadline with HTTP 500 and a plain-text body (`SPARQL-QUERY:
+    queryStr=…` then `java.util.concurrent.TimeoutException` and its stack), or, when rows were already
+    streaming, with HTTP 200 whose JSON breaks off into the same text. Either is a query timeout: raised
+    at once as `QueryTimeout` (asking the same query again times out again), never parsed or cached."""
+    body = response.body
+    if response.status == 500:
+        head = body[:65536]
+    elif response.status == 200 and not body.rstrip().endswith((b"}", b"]")) and body.lstrip()[:1] == b"{":
+        head = body[-65536:]
+    else:
+        return
+    if not any(marker in head for marker in _BLAZEGRAPH_TIMEOUTS):
+        return
+    raise QueryTimeout(f"{what} stopped the query at its time limit (HTTP {response.status}: "
+                       "java.util.concurrent.TimeoutException): ask a narrower query (a smaller --batch-size, fewer hops, "
+                       "a LIMIT); kgfed's batched calls split such a query by themselves", status=response.status)
 
 
 def first_line(text: str, width: int = 160) -> str:

@@ -21,7 +21,9 @@ and a closed KG refuses new calls with `Closed`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -33,9 +35,15 @@ from ...endpoints.client import DEFAULT_USER_AGENT, POLITE_HOSTS, HttpClient
 from ...endpoints.profiles import resolve_endpoint
 from ...sparql import terms
 from ...sparql.dialects import COMPOUND_SEP, DIRECTIONS, QUALIFIER_BATCH, Dialect, RelationFilter, SearchMode, check_direction
-from ...sparql.errors import Closed, InvalidIdentifier
+from ...sparql.errors import (
+    Closed, EndpointConnectionError, EndpointError, HttpStatusError, InvalidIdentifier, NotAnAnswer, OfflineMiss, RateLimited,
+    UserAgentRejected,
+)
 from ...sparql.results import SelectResult, Term
+from .batching import AdaptiveBatches, Job, Piece
 from .model import Answer, AnswerMap, Edge, Hit, Label, Relation, Statement, mark
+
+log = logging.getLogger("kgfed.kg")
 
 Triple = tuple[str, str, str]  # (entity, relation, direction)
 # The variables the row loops read, in the order of their positions (`KG._read`).
@@ -43,6 +51,19 @@ _RELATION_VARS = ("e", "r", "r2", "rlabel")
 _EDGE_VARS = ("e", "r", "r2", "x", "xlabel", "via")
 LIVE_MAX_AGE = 7 * 86400.0  # default max-age of answers from a live public Wikidata endpoint (seconds)
 _LOCAL_HOSTS = ("127.", "localhost", "[::1]", "0.0.0.0")
+FALLBACK_COOLDOWN = 300.0  # seconds a failing endpoint is left alone (its fallback answers) before it is asked again
+
+
+def fails_over(exc: BaseException) -> bool:
+    """Whether the endpoint that raised `exc` is down or keeps failing, so its fallback should answer:
+    connection failures and 5xx after the client's retries, a 429 that kept coming back or asked for a
+    ban-length wait, an HTML error page where results belong. Not a bad query (4xx), not a timeout (the
+    block is split instead), not a refused User-Agent (a setup error every endpoint would see)."""
+    if isinstance(exc, (EndpointConnectionError, RateLimited)):
+        return True
+    if isinstance(exc, HttpStatusError):
+        return (exc.status or 0) >= 500
+    return isinstance(exc, NotAnAnswer) and not isinstance(exc, UserAgentRejected)
 
 
 def default_max_age(endpoint: Endpoint, dialect: Dialect) -> float | None:
@@ -66,11 +87,6 @@ def _sequence(items, what: str, example: str) -> list:
     return list(items)
 
 
-def _chunks(items: Sequence, size: int) -> Iterable[Sequence]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
-
-
 class KG:
     """One knowledge graph behind one endpoint, speaking one dialect, with a response cache."""
 
@@ -89,13 +105,22 @@ class KG:
         max_age: float | None | str = "auto",
         refresh: bool = False,
         own_cache: bool = False,
+        fallbacks: Sequence[Endpoint] = (),
     ):
         self.dialect = dialect if relation_filter is None else replace(dialect, relation_filter=relation_filter)
         self.name = name or dialect.name
-        if max_age == "auto":
-            max_age = default_max_age(endpoint, self.dialect)
-        self.endpoint = CachedEndpoint(endpoint, cache, offline=offline, max_age=max_age, refresh=refresh)
         self.batch_size = terms.positive_int(batch_size, "batch_size")
+        # The endpoint, then its fallbacks in order: each with its own cache entries (keyed by its name) and
+        # its own working batch size (`batching.AdaptiveBatches`).
+        self._routes: list[tuple[CachedEndpoint, AdaptiveBatches]] = []
+        for inner in (endpoint, *fallbacks):
+            age = default_max_age(inner, self.dialect) if max_age == "auto" else max_age
+            cached = CachedEndpoint(inner, cache, offline=offline, max_age=age, refresh=refresh)
+            policy = getattr(inner, "partial", None) or getattr(next(iter(getattr(inner, "parts", ())), None), "partial", None)
+            self._routes.append((cached, AdaptiveBatches(self.batch_size, name=cached.name, partial_policy=policy)))
+        self.endpoint = self._routes[0][0]
+        self._down_until = [0.0] * len(self._routes)
+        self._route_stats: Counter[str] = Counter()
         self.expand_cvt = expand_cvt and dialect.compound_relations
         self._client = client  # owned: closed with the KG
         self._own_cache = own_cache  # made by KG.open: closed with the KG
@@ -161,7 +186,7 @@ class KG:
             return
         self._closed = True
         try:
-            await self.endpoint.aclose()
+            await asyncio.gather(*(cached.aclose() for cached, _ in self._routes))
         finally:
             if self._client is not None:
                 await self._client.aclose()
@@ -183,19 +208,76 @@ class KG:
         client = getattr(self.endpoint.inner, "client", None)
         if client is not None:
             stats.update({f"http_{k}": v for k, v in client.stats.items()})
+        batches = self._routes[0][1]
+        stats.update(batches.stats)
+        stats["batch_size"] = batches.size  # the working batch size (lower after timeouts)
+        for i, (cached, batches) in enumerate(self._routes[1:], 1):
+            prefix = "fallback_" if i == 1 else f"fallback{i}_"
+            stats.update({prefix + k: v for k, v in (*cached.stats.items(), *batches.stats.items())})
+            stats[prefix + "batch_size"] = batches.size
+        stats.update(self._route_stats)
         return stats
+
+    @property
+    def batch_sizes(self) -> dict[str, int]:
+        """The working batch size of each endpoint (the KG's, then its fallbacks'), by endpoint name."""
+        return {cached.name: batches.size for cached, batches in self._routes}
+
+    @property
+    def endpoints(self) -> list[str]:
+        """The names of the endpoint and its fallbacks, in the order they are asked."""
+        return [cached.name for cached, _ in self._routes]
 
     # -- raw -------------------------------------------------------------------------------------
     async def select(self, query: str) -> SelectResult:
         """Run any SELECT/ASK through the cache; the answer is checked against the query's form and variables."""
         self._check_open()
-        return await self.endpoint.select(query)
+        if len(self._routes) == 1:
+            return await self.endpoint.select(query)
+        return (await self._routed(lambda cached, _: cached.select(query)))[0]
 
     async def _gather(self, queries: Iterable[str]) -> list[SelectResult]:
         """All answers, or the first error with every sibling query cancelled (structured: no request
         outlives the call unless another caller shares it). Cache hits are taken without a task."""
         self._check_open()
-        return await self.endpoint.select_all(list(queries))
+        queries = list(queries)
+        return (await self._routed(lambda cached, _: cached.select_all(queries)))[0]
+
+    async def _batched(self, jobs: Sequence[Job], render, *, cap: int | None = None) -> tuple[list[Piece], str]:
+        """Each job's items asked in blocks of the endpoint's working batch size, blocks that time out split
+        and asked again (`batching.AdaptiveBatches`): the answers as (key, items, result) in job and item
+        order, and the name of the endpoint that gave them."""
+        self._check_open()
+        return await self._routed(lambda cached, batches: batches.run(cached, jobs, render, cap=cap))
+
+    @staticmethod
+    def _results(batched: tuple[list[Piece], str]) -> tuple[list[SelectResult], str]:
+        pieces, source = batched
+        return [result for _, _, result in pieces], source
+
+    async def _routed(self, call):
+        """`call(cached_endpoint, batches)` on the endpoint, or on its fallbacks in order while the ones
+        before are down or keep failing (`fails_over`: a one-line warning, then that endpoint is left alone
+        for `FALLBACK_COOLDOWN` s); `(answer, name of the endpoint that gave it)`. Offline, a miss in one
+        endpoint's cache entries is looked up in the next one's."""
+        last = len(self._routes) - 1
+        for i, (cached, batches) in enumerate(self._routes):
+            if i < last and self._down_until[i] > time.monotonic():
+                continue
+            try:
+                return await call(cached, batches), cached.name
+            except (EndpointError, OfflineMiss) as exc:
+                if i == last:
+                    raise
+                if isinstance(exc, OfflineMiss):
+                    continue
+                if not fails_over(exc):
+                    raise
+                self._down_until[i] = time.monotonic() + FALLBACK_COOLDOWN
+                self._route_stats["fallbacks"] += 1
+                log.warning("kgfed: warning: KG %r: %s is failing (%s); asking the fallback %s for the next %.0f s",
+                            self.name, cached.name, str(exc)[:200], self._routes[i + 1][0].name, FALLBACK_COOLDOWN)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _rendered(self, memo_key: tuple | None, render) -> str:
         """A template's text, memoised on its (already valid) arguments: a repeated call skips validation
@@ -211,8 +293,9 @@ class KG:
         return query
 
     @staticmethod
-    def _flag(answer, results: Sequence[SelectResult]):
-        """Mark `answer` partial when any of `results` was."""
+    def _flag(answer, results: Sequence[SelectResult], source: str | None = None):
+        """Mark `answer` partial when any of `results` was, and with the endpoint that gave it (`source`)."""
+        answer.source = source
         if any(r.partial for r in results):
             notes = tuple(dict.fromkeys(r.note or "partial answer" for r in results if r.partial))
             return mark(answer, True, notes)
@@ -257,7 +340,10 @@ class KG:
         if type(entity) is not str or type(direction) is not str:
             self.dialect.check_entity(entity)
             self._directions(direction)
-        return (await self.relations_many([entity], direction))[entity]
+        found = await self.relations_many([entity], direction)
+        answer = found[entity]
+        answer.source = found.source
+        return answer
 
     async def relations_many(self, entities: Sequence[str], direction: str = "both") -> AnswerMap:
         """Relations of a beam of entities, one query per batch and direction, split back per entity.
@@ -267,12 +353,12 @@ class KG:
         entities = _sequence(entities, "entity list", "['Q42', 'Q5']")
         entities = list(dict.fromkeys(self.dialect.check_entity(e) for e in entities))
         directions = self._directions(direction)
-        jobs = [(d, batch) for d in directions for batch in _chunks(entities, self.batch_size)]
-        results = await self._gather(self._rendered(("relations", d, *batch), lambda d=d, batch=batch: self._relations_query(batch, d))
-                                     for d, batch in jobs)
+        pieces, source = await self._batched(
+            [(d, entities) for d in directions],
+            lambda d, batch: self._rendered(("relations", d, *batch), lambda: self._relations_query(batch, d)))
         found: dict[str, dict[tuple[str, str], Relation]] = {e: {} for e in entities}
         follows, labels, drops = self._follow, self._relation_labels, self.dialect.relation_filter.drops
-        for (d, _), result in zip(jobs, results):
+        for d, _, result in pieces:
             terms, shorts, plans, rows = self._read(result, _RELATION_VARS)
             for row in rows:
                 ie, ir, ir2, il = plans[row[0]]
@@ -295,7 +381,7 @@ class KG:
                     bucket = found[entity] = {}
                 if (rel, d) not in bucket:
                     bucket[(rel, d)] = Relation(self.name, entity, rel, d, label)
-        return self._flag(AnswerMap((e, Answer(found.get(e, {}).values())) for e in entities), results)
+        return self._flag(AnswerMap((e, Answer(found.get(e, {}).values())) for e in entities), [r for _, _, r in pieces], source)
 
     def _queryable(self, relation: str) -> bool:
         """Whether `neighbors` could ask about this relation (a dump may hold ids the dialect refuses)."""
@@ -318,10 +404,10 @@ class KG:
         query = self._rendered(memo, lambda: self.dialect.neighbors(
             [(self.dialect.check_entity(entity), self.dialect.check_relation(relation))], check_direction(direction),
             limit=terms.optional_limit(limit)))
-        (result,) = await self._gather([query])
+        ((_, _, result),), source = await self._batched([(direction, [(entity, relation)])], lambda d, batch: query)
         bucket: dict[tuple, Edge] = {}
         self._collect({(entity, relation, direction): bucket}, direction, result, limit)
-        return self._flag(Answer(bucket.values()), [result])
+        return self._flag(Answer(bucket.values()), [result], source)
 
     async def neighbors_many(self, triples: Sequence[Triple], *, limit: int | None = None) -> AnswerMap:
         """Neighbours of many (entity, relation, direction) at once; `limit` caps each triple's edges."""
@@ -330,16 +416,15 @@ class KG:
         groups: dict[tuple[str, bool], list[tuple[str, str]]] = defaultdict(list)
         for e, r, d in keys:
             groups[(d, COMPOUND_SEP in r)].append((e, r))
-        jobs = [(d, batch) for (d, _), pairs in groups.items() for batch in _chunks(pairs, self.batch_size)]
         capped = limit if len(keys) == 1 else None
-        results = await self._gather(
-            self._rendered(("neighbors_many", d, capped, *batch), lambda d=d, batch=batch: self.dialect.neighbors(batch, d, limit=capped))
-            for d, batch in jobs
-        )
+        pieces, source = await self._batched(
+            list(groups.items()),
+            lambda key, batch: self._rendered(("neighbors_many", key[0], capped, *batch),
+                                              lambda: self.dialect.neighbors(batch, key[0], limit=capped)))
         out: dict[Triple, dict[tuple, Edge]] = {k: {} for k in keys}
-        for (d, _), result in zip(jobs, results):
+        for (d, _), _, result in pieces:
             self._collect(out, d, result, limit)
-        return self._flag(AnswerMap((k, Answer(v.values())) for k, v in out.items()), results)
+        return self._flag(AnswerMap((k, Answer(v.values())) for k, v in out.items()), [r for _, _, r in pieces], source)
 
     def _collect(self, out: dict[Triple, dict[tuple, Edge]], direction: str, result: SelectResult, limit: int | None) -> None:
         """Edges of `result` into the buckets of the triples asked about (each capped at `limit`; the
@@ -389,7 +474,7 @@ class KG:
     async def labels(self, ids: Sequence[str]) -> AnswerMap:
         """Label, description and aliases of each id (entities or properties); unknown ids get `label=None`."""
         ids = list(dict.fromkeys(self.dialect.check_entity(i) for i in _sequence(ids, "id list", "['Q42']")))
-        results = await self._gather(self.dialect.labels(batch) for batch in _chunks(ids, self.batch_size))
+        results, source = self._results(await self._batched([(None, ids)], lambda _, batch: self.dialect.labels(batch)))
         names: dict[str, str] = {}
         descriptions: dict[str, str] = {}
         aliases: dict[str, dict[str, None]] = defaultdict(dict)
@@ -410,20 +495,22 @@ class KG:
         return self._flag(AnswerMap(
             (i, Label(i, names.get(i) or fallback.get(i), descriptions.get(i), tuple(aliases.get(i, ()))))
             for i in ids
-        ), results)
+        ), results, source)
 
     async def search(self, text: str, limit: int = 10, *, mode: str | None = None) -> Answer:
         """Entities whose label or alias matches `text` (exact by default; `contains`; `mwapi` on WDQS)."""
         if mode == "mwapi" and self.dialect.search_mode != "mwapi":
             raise InvalidIdentifier(f"search mode 'mwapi' needs the Wikidata Query Service; KG {self.name!r} is not one: use exact or contains")
-        result = await self.select(self.dialect.search(text, limit, cast("SearchMode | None", mode)))
+        query = self.dialect.search(text, limit, cast("SearchMode | None", mode))
+        self._check_open()
+        result, source = await self._routed(lambda cached, _: cached.select(query))
         hits: dict[str, Hit] = {}
         for row in result.rows:
             if "id" not in row:
                 continue
             key = self._short(row["id"])
             hits.setdefault(key, Hit(key, row["label"].value if "label" in row else None, row["desc"].value if "desc" in row else None))
-        return self._flag(Answer(hits.values()), [result])
+        return self._flag(Answer(hits.values()), [result], source)
 
     async def match_labels(self, texts: Sequence[str]) -> AnswerMap:
         """Exact label/alias matches for many texts at once (entity linking): text -> hits."""
@@ -431,7 +518,7 @@ class KG:
         if any(not isinstance(t, str) for t in texts):
             raise InvalidIdentifier("invalid text list: every item must be a string such as 'Douglas Adams'")
         texts = list(dict.fromkeys(t.strip() for t in texts if t.strip()))
-        results = await self._gather(self.dialect.match_labels(batch) for batch in _chunks(texts, self.batch_size))
+        results, source = self._results(await self._batched([(None, texts)], lambda _, batch: self.dialect.match_labels(batch)))
         found: dict[str, dict[str, Hit]] = {t: {} for t in texts}
         for result in results:
             for row in result.rows:
@@ -439,7 +526,7 @@ class KG:
                     key = self._short(row["id"])
                     if self.dialect.short(row["id"].value) is not None:
                         found.setdefault(row["l"].value, {}).setdefault(key, Hit(key, row["label"].value if "label" in row else None))
-        return self._flag(AnswerMap((t, Answer(found.get(t, {}).values())) for t in texts), results)
+        return self._flag(AnswerMap((t, Answer(found.get(t, {}).values())) for t in texts), results, source)
 
     def check(self, entity: str) -> str:
         """Validate an entity id for this KG's dialect (raises InvalidIdentifier)."""
@@ -460,29 +547,29 @@ class KG:
     async def sitelinks(self, ids: Sequence[str]) -> AnswerMap:
         """The Wikipedia article title of each entity on the dialect's wiki (None when it has none)."""
         ids = self._checked("sitelinks", ids, "['Q42']")
-        results = await self._gather(self.dialect.sitelinks(batch) for batch in _chunks(ids, self.batch_size))
+        results, source = self._results(await self._batched([(None, ids)], lambda _, batch: self.dialect.sitelinks(batch)))
         titles: dict[str, str] = {}
         for result in results:
             for row in result.rows:
                 if "id" in row and "title" in row:
                     titles.setdefault(self._short(row["id"]), row["title"].value)
-        return self._flag(AnswerMap((i, titles.get(i)) for i in ids), results)
+        return self._flag(AnswerMap((i, titles.get(i)) for i in ids), results, source)
 
     async def linked_ids(self, ids: Sequence[str], other: Dialect) -> AnswerMap:
         """Each entity's ids in `other` (Wikidata `Q42` → `('m.0282x',)` through P646), in answer order."""
         self.dialect.require_link(other, self.name)
         ids = self._checked("links", ids, "['Q42']")
-        results = await self._gather(self.dialect.linked_ids(batch, other) for batch in _chunks(ids, self.batch_size))
+        results, source = self._results(await self._batched([(None, ids)], lambda _, batch: self.dialect.linked_ids(batch, other)))
         found = self._links(results, other, by_link=False)
-        return self._flag(AnswerMap((i, tuple(found.get(i, ()))) for i in ids), results)
+        return self._flag(AnswerMap((i, tuple(found.get(i, ()))) for i in ids), results, source)
 
     async def by_linked_ids(self, ids: Sequence[str], other: Dialect) -> AnswerMap:
         """The entities citing each of `other`'s ids (Freebase `m.0282x` → `('Q42',)`), in answer order."""
         self.dialect.require_link(other, self.name)
         ids = list(dict.fromkeys(other.check_entity(i) for i in _sequence(ids, "id list", "['m.0282x']")))
-        results = await self._gather(self.dialect.by_linked_ids(batch, other) for batch in _chunks(ids, self.batch_size))
+        results, source = self._results(await self._batched([(None, ids)], lambda _, batch: self.dialect.by_linked_ids(batch, other)))
         found = self._links(results, other, by_link=True)
-        return self._flag(AnswerMap((i, tuple(found.get(i, ()))) for i in ids), results)
+        return self._flag(AnswerMap((i, tuple(found.get(i, ()))) for i in ids), results, source)
 
     def _links(self, results: Sequence[SelectResult], other: Dialect, *, by_link: bool) -> dict[str, list[str]]:
         """(own id, other's id) pairs of link answers, grouped by the id asked about, first seen first."""
@@ -515,8 +602,8 @@ class KG:
         """
         self.dialect.require("qualifiers", self.name)
         pairs = list(dict.fromkeys(_sequence(pairs, "pair list", "[('Q42', 'P26')]")))
-        results = await self._gather(self.dialect.qualifiers_many(pairs[i:i + QUALIFIER_BATCH])
-                                     for i in range(0, len(pairs), QUALIFIER_BATCH))
+        results, source = self._results(await self._batched([(None, pairs)], lambda _, batch: self.dialect.qualifiers_many(batch),
+                                                            cap=QUALIFIER_BATCH))
         short = self.dialect.short
         by_pair: dict[tuple[str, str], dict[str, dict]] = {pair: {} for pair in pairs}
         for result in results:
@@ -542,4 +629,4 @@ class KG:
         return self._flag(AnswerMap(
             ((e, p), Answer(Statement(self.name, st["id"], e, p, st["value"], st["value_label"], tuple(st["qualifiers"]),
                                       tuple(st["attributes"])) for st in found.values()))
-            for (e, p), found in by_pair.items()), results)
+            for (e, p), found in by_pair.items()), results, source)

@@ -124,13 +124,15 @@ class Answer(list):
 
     partial: bool = False
     notes: tuple[str, ...] = ()
+    source: str | None = None  # the name of the endpoint that gave it (the KG's, or a fallback's)
 
 
 class AnswerMap(dict):
-    """A dict of per-key answers (the `*_many` forms, `labels`) with the same `partial`/`notes`."""
+    """A dict of per-key answers (the `*_many` forms, `labels`) with the same `partial`/`notes`/`source`."""
 
     partial: bool = False
     notes: tuple[str, ...] = ()
+    source: str | None = None
 
 
 def mark(answer, partial: bool, notes: tuple[str, ...] = ()):
