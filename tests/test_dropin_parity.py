@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -254,13 +256,16 @@ class _Echo(BaseHTTPRequestHandler):
                 "accept": self.headers.get("Accept", ""), "params": sorted(params),
                 "headers": sorted((k.lower(), v) for k, v in self.headers.items() if k.lower().startswith("x-")),
                 "authorization": self.headers.get("Authorization", "")}
+        if script == "fixed":  # the same document whatever was asked (nothing of the request echoed)
+            seen = {"fixed": True}
         if script == "agent":
-            seen = {"user-agent": self.headers.get_all("User-Agent")}
+            seen = {"user-agent": self.headers.get_all("User-Agent"), "authorization": self.headers.get("Authorization", "")}
         doc: dict = {"head": {"vars": ["seen"]}, "results": {"bindings": [
             {"seen": {"type": "literal", "value": json.dumps(seen, sort_keys=True)}}]}}
         headers, status = {}, 200
         if script.startswith("status"):
             status, doc = int(script[6:]), {"error": f"scripted {script[6:]}"}
+            headers = {"Retry-After": "0", "X-Kgfed-Scripted": script[6:]}  # a 429 that keeps coming back at once
         elif script == "slow":
             threading.Event().wait(3)
         elif script == "s1tat":
@@ -497,3 +502,119 @@ def test_a_given_agent_is_sent_once_and_the_default_agent_becomes_kgfeds(echo):
     assert agents(genuine) == [genuine.__agent__]
     [default] = agents(sync, cache=False)
     assert default.startswith("kgfed/")
+
+
+def test_a_user_agent_set_as_a_custom_header_wins_as_in_the_genuine_library(echo):
+    def agents(module, header: str) -> list[str]:
+        sparql = module.SPARQLWrapper(f"{echo}/agent", **({} if module is genuine else {"cache": False}))
+        sparql.setQuery("ASK {}")
+        sparql.setReturnFormat(genuine.JSON)
+        sparql.addCustomHttpHeader(header, "ToG-bot/1.0 (tog@example.org)")
+        return json.loads(sparql.query().convert()["results"]["bindings"][0]["seen"]["value"])["user-agent"]
+
+    for header in ("User-Agent", "User-agent", "user-agent"):
+        assert agents(sync, header) == agents(genuine, header) == ["ToG-bot/1.0 (tog@example.org)"], header
+
+
+# ---- errors: the genuine mapping, exactly, with what the server sent; and they pickle --------------------
+@pytest.mark.parametrize("code", [402, 403, 405, 409, 418, 429, 501, 503, 505, 999])
+def test_every_other_status_raises_urllibs_http_error_with_the_servers_headers_and_body(echo, code, tmp_path):
+    """As the genuine `_query()`: only 400/401/404/414/500 have classes of their own (429/503 after kgfed's retries)."""
+    url = f"{echo}/status{code}"
+    want, got = ask(genuine, url, "ASK {}"), ask(sync, url, "ASK {}", cache_dir=tmp_path)
+    assert type(want) is urllib.error.HTTPError and want.code == code
+    assert isinstance(got, urllib.error.HTTPError) and isinstance(got, EndpointError)
+    assert not isinstance(got, genuine.SPARQLExceptions.SPARQLWrapperException)
+    assert got.code == got.status == got.getcode() == code
+    assert got.headers["X-Kgfed-Scripted"] == want.headers["X-Kgfed-Scripted"] == str(code)
+    assert got.headers["retry-after"] == "0" and got.headers["Content-Type"] == want.headers["Content-Type"]
+    assert got.read() == want.read() == f"Error {code}: scripted".encode()
+    assert f"HTTP {code}" in str(got) and "\n" not in str(got)
+
+
+def raised(url: str, query: str = "ASK {}", **options) -> Exception:
+    error = ask(sync, url, query, cache=False, **options)
+    assert isinstance(error, Exception), error
+    return error
+
+
+def the_drop_ins_errors(echo: str) -> list[Exception]:
+    """One of each class the drop-in raises, from real servers."""
+    errors = [raised(f"{echo}/status{code}") for code in (400, 401, 404, 414, 500, 403, 429, 501)]
+    errors.append(raised("http://127.0.0.1:9/sparql"))  # nothing listens: URLError
+    sparql = sync.SPARQLWrapper(f"{echo}/slow", cache=False)
+    sparql.setQuery("ASK {}")
+    sparql.setTimeout(1)  # the genuine setTimeout keeps whole seconds
+    try:
+        sparql.query()
+    except TimeoutError as exc:
+        errors.append(exc)
+    try:
+        sync.get_sparql_dataframe(f"{echo}/echo", "ASK { ?s ?p ?o }")
+    except Exception as exc:  # noqa: BLE001
+        errors.append(exc)
+    update = sync.SPARQLWrapper(f"{echo}/status400", updateEndpoint=f"{echo}/status400")  # the genuine urllib path
+    update.setQuery("INSERT DATA { <urn:a> <urn:b> <urn:c> }")
+    update.setMethod(genuine.POST)
+    try:
+        update.query()
+    except Exception as exc:  # noqa: BLE001
+        errors.append(exc)
+    return errors
+
+
+def same_error(a: Exception, b: Exception) -> bool:
+    fields = ("status", "code", "response", "reason", "retryable")
+    return (type(a) is type(b) and str(a) == str(b)
+            and all(getattr(a, f, None) == getattr(b, f, None) for f in fields))
+
+
+def test_every_error_the_drop_in_raises_pickles(echo):
+    errors = the_drop_ins_errors(echo)
+    assert len(errors) == 12 and len({type(e) for e in errors}) == 9  # 3 HTTPError, 2 QueryBadFormed (HTTP, update)
+    for error in errors:
+        assert isinstance(error, EndpointError) or isinstance(error, sync.KgfedError), error
+        for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+            back = pickle.loads(pickle.dumps(error, protocol))
+            assert same_error(back, error), (error, back)
+        if isinstance(error, urllib.error.HTTPError):
+            back = pickle.loads(pickle.dumps(error))
+            assert back.headers["X-Kgfed-Scripted"] == error.headers["X-Kgfed-Scripted"]
+            assert back.read() == error.response == b"Error %d: scripted" % error.code
+
+
+def _query_in_a_worker(url: str) -> str:
+    """A worker process's query (PoG's multiprocessing pool): its error must reach the parent as it is."""
+    return sync.SPARQLWrapper(url, cache=False).query().convert()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_worker_processs_error_reaches_the_parent_intact(echo, method):
+    context = multiprocessing.get_context(method)
+    with context.Pool(1) as pool:
+        for code, expected in ((400, genuine.SPARQLExceptions.QueryBadFormed), (503, urllib.error.HTTPError),
+                               (501, urllib.error.HTTPError)):
+            with pytest.raises(expected) as caught:
+                pool.apply(_query_in_a_worker, (f"{echo}/status{code}",))
+            assert isinstance(caught.value, EndpointError) and f"HTTP {code}" in str(caught.value)
+            if expected is urllib.error.HTTPError:
+                assert caught.value.code == code and caught.value.read() == b"Error %d: scripted" % code
+
+
+def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_stored_or_shown(echo, tmp_path):
+    """The genuine library cannot use `http://user:pw@host/` (urllib: URLError); the drop-in sends Basic auth."""
+    host = echo.removeprefix("http://")
+    sparql = sync.SPARQLWrapper(f"http://ann:s3cr3t-pw@{host}/agent", cache=False)
+    sparql.setQuery("SELECT ?seen WHERE { ?s ?p ?seen }")
+    sparql.setReturnFormat(genuine.JSON)
+    seen_there = json.loads(sparql.query().convert()["results"]["bindings"][0]["seen"]["value"])
+    assert seen_there["authorization"] == "Basic YW5uOnMzY3IzdC1wdw=="  # ann:s3cr3t-pw
+    before = _Echo.hits.get("fixed", 0)
+    for _ in range(2):  # cached under a key that holds no secret, then answered from it
+        assert ask(sync, f"http://ann:s3cr3t-pw@{host}/fixed", "SELECT ?seen WHERE { ?s ?p ?seen }", cache_dir=tmp_path)
+        sync.flush_cache()
+    assert _Echo.hits["fixed"] - before == 1
+    stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert stored and b"s3cr3t" not in stored and b"YW5uOnMzY3IzdC1wdw" not in stored and b"ann:" not in stored
+    error = raised("http://ann:s3cr3t-pw@127.0.0.1:9/sparql")
+    assert isinstance(error, urllib.error.URLError) and "s3cr3t" not in str(error) and "127.0.0.1:9" in str(error)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import contextvars
 import functools
 import hashlib
 import http.client
@@ -52,6 +53,7 @@ import json
 import marshal
 import os
 import queue
+import socket
 import threading
 import time
 import urllib.error
@@ -77,6 +79,7 @@ from multidict import CIMultiDict
 from ...endpoints.client import HttpClient
 from ...endpoints.transport import Request, Response, TransportConnectError, TransportTimeout, TransportTruncated
 from ...sparql.errors import EndpointError, EndpointTimeout, KgfedError
+from ...sparql.secrets import redact, split_credentials, strip_credentials
 from .facade import KG
 
 __all__ = [
@@ -100,6 +103,11 @@ class _LoopThread:
         self._thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self.loop.is_closed() or not self._thread.is_alive():  # used after close(): kgfed's Closed, not asyncio's
+            from ...sparql.errors import Closed
+
+            coro.close()
+            raise Closed("this SyncKG is closed: open a new one (SyncKG.open(...), or `with SyncKG.open(...) as kg:`)")
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def close(self) -> None:
@@ -131,6 +139,8 @@ class SyncKG:
         self.close()
 
     def close(self) -> None:
+        if self._runner.loop.is_closed():  # closing twice is harmless
+            return
         self._runner.run(self._kg.aclose())
         self._runner.close()
 
@@ -146,6 +156,16 @@ class SyncKG:
 
 
 # ---- the drop-in's errors: the genuine classes, and kgfed's EndpointError too ------------------------------
+# Every class below pickles (a worker process's error reaches its parent intact): `__reduce__` rebuilds it
+# by its registered name, since `sync.QueryBadFormed` is (and must stay) the genuine class itself.
+_TWINS: dict[str, type[Exception]] = {}
+
+
+def _rebuild_twin(name: str, message: str) -> Exception:
+    """Unpickle a drop-in error (its attributes follow as pickled state)."""
+    return _TWINS[name](message)
+
+
 def _twin_error(genuine: type[Exception], kgfed: type[KgfedError] = EndpointError) -> type[Exception]:
     """A subclass of the genuine exception that is also a kgfed error, with a one-line message."""
 
@@ -153,34 +173,63 @@ def _twin_error(genuine: type[Exception], kgfed: type[KgfedError] = EndpointErro
         Exception.__init__(self, message)
         self.status, self.retryable, self.response, self.reason = status, False, response, message
 
-    return type(genuine.__name__, (genuine, kgfed), {
-        "__init__": __init__, "__str__": lambda self: self.args[0], "__module__": __name__,
+    def __reduce__(self):
+        return _rebuild_twin, (genuine.__name__, self.args[0]), dict(self.__dict__)
+
+    twin = type(genuine.__name__, (genuine, kgfed), {
+        "__init__": __init__, "__str__": lambda self: self.args[0], "__reduce__": __reduce__, "__module__": __name__,
         "__doc__": f"The genuine `{genuine.__name__}`, raised by the drop-in (also a kgfed `{kgfed.__name__}`).",
     })
+    _TWINS[genuine.__name__] = twin
+    return twin
 
 
+# the genuine `_query()`'s mapping, exactly: these five statuses, every other non-2xx is urllib's HTTPError
 _STATUS_ERRORS = {400: _twin_error(QueryBadFormed), 401: _twin_error(Unauthorized),
-                  404: _twin_error(EndPointNotFound), 414: _twin_error(URITooLong)}
-_INTERNAL = _twin_error(EndPointInternalError)
+                  404: _twin_error(EndPointNotFound), 414: _twin_error(URITooLong),
+                  500: _twin_error(EndPointInternalError)}
 _UNREACHABLE = _twin_error(urllib.error.URLError)
 _TIMEOUT = _twin_error(TimeoutError)
 _NOT_SELECT = _twin_error(_sparql_dataframe.QueryException, KgfedError)
 _FIXES = {400: "fix the query", 401: "check setCredentials", 404: "check the endpoint URL",
-          414: "setMethod(POST) for long queries"}
+          414: "setMethod(POST) for long queries", 500: "the endpoint failed; see its log or try again later"}
+
+
+def _rebuild_http_error(url: str, code: int, message: str, headers: list[tuple[str, str]], body: bytes,
+                        reason: str) -> "_HTTPError":
+    return _HTTPError(url, code, message, headers, body, reason)
 
 
 class _HTTPError(urllib.error.HTTPError, EndpointError):
-    """`urllib.error.HTTPError` (what the genuine library raises for other statuses), also a kgfed error."""
+    """`urllib.error.HTTPError` (what the genuine library raises for other statuses), also a kgfed error.
 
-    def __init__(self, url: str, status: int, message: str, headers, body: bytes):
-        urllib.error.HTTPError.__init__(self, url, status, message, headers, io.BytesIO(body))
-        self.retryable, self.response = status == 429, body  # `status` is HTTPError's own (= code)
+    It carries what the server sent, as urllib's does: `code`, `headers` (e.g. `Retry-After`), `read()`
+    (the body) and `reason` (the status phrase); `str()` is kgfed's one line. Unlike urllib's, it pickles.
+    """
+
+    def __init__(self, url: str, status: int, message: str, headers, body: bytes, reason: str | None = None):
+        if not isinstance(headers, http.client.HTTPMessage):
+            items = headers.items() if hasattr(headers, "items") else headers
+            headers = http.client.HTTPMessage()
+            for name, value in items:
+                headers[name] = value
+        if reason is None:
+            try:
+                reason = http.HTTPStatus(status).phrase
+            except ValueError:
+                reason = ""
+        urllib.error.HTTPError.__init__(self, url, status, reason, headers, io.BytesIO(body))
+        self.retryable, self.response, self.message = status == 429, body, message  # `status` is HTTPError's (= code)
 
     def __str__(self) -> str:
-        return self.msg
+        return self.message
+
+    def __reduce__(self):
+        return _rebuild_http_error, (self.url, self.code, self.message, list(self.hdrs.items()), self.response, self.msg)
 
 
 _HTTPError.__name__ = _HTTPError.__qualname__ = "HTTPError"
+_TWINS["HTTPError"] = _HTTPError
 
 
 def _first_line(body: bytes, width: int = 200) -> str:
@@ -191,15 +240,17 @@ def _first_line(body: bytes, width: int = 200) -> str:
 
 
 def _raise_for_status(url: str, status: int, headers, body: bytes) -> None:
-    """Raise what the genuine library raises for this status (never returns for status >= 400)."""
-    if status < 400:
+    """Raise what the genuine library raises for this status (never returns unless it is 2xx).
+
+    As urllib: any status outside 200-299 (redirects are followed before) is an error; 400, 401, 404,
+    414 and 500 become the genuine library's own classes, every other one `urllib.error.HTTPError`.
+    """
+    if 200 <= status < 300:
         return
     host = urlsplit(url).netloc or url
-    words = _first_line(body)
+    words = redact(_first_line(body))
     if status in _STATUS_ERRORS:
         raise _STATUS_ERRORS[status](f"{host} answered HTTP {status}: {words}: {_FIXES[status]}", status=status, response=body)
-    if status >= 500:
-        raise _INTERNAL(f"{host} answered HTTP {status}: {words}", status=status, response=body)
     raise _HTTPError(url, status, f"{host} answered HTTP {status}: {words}", headers, body)
 
 
@@ -333,11 +384,28 @@ class _RawCache:
 
 
 def cache_key(method: str, url: str, body: bytes | None, headers: dict[str, str]) -> str:
-    """The exact request: method, URL (query, graphs, parameters), body, and every header but User-Agent."""
-    parts = [CACHE_VERSION, method, url, (body or b"").hex()]
-    parts += [f"{k.lower()}:{v}" for k, v in sorted(headers.items(), key=lambda kv: kv[0].lower())
-              if k.lower() != "user-agent"]
+    """The exact request: method, URL (query, graphs, parameters), body, and every header but User-Agent.
+
+    Credentials (an `Authorization` header, e.g. setCredentials; URL userinfo was turned into one) enter
+    only as a slow salted digest, so the key, itself a SHA-256, gives no cheap test of a guessed password.
+    """
+    parts = [CACHE_VERSION, method, strip_credentials(url), (body or b"").hex()]
+    for name, value in sorted(headers.items(), key=lambda kv: kv[0].lower()):
+        lowered = name.lower()
+        if lowered == "user-agent":
+            continue
+        parts.append(f"{lowered}:{_credential_digest(value) if lowered in _SECRET_HEADERS else value}")
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization"})
+
+
+@functools.lru_cache(maxsize=64)
+def _credential_digest(value: str) -> str:
+    """PBKDF2 of a credential (once per credential and process, ~0.1 s): a guess costs as much."""
+    return hashlib.pbkdf2_hmac("sha256", value.encode("utf-8", "surrogatepass"), b"kgfed-sparqlwrapper-cache-v1",
+                               100_000).hex()
 
 
 def _complete_headers(headers: list[tuple[str, str]]) -> bool:
@@ -347,6 +415,25 @@ def _complete_headers(headers: list[tuple[str, str]]) -> bool:
 
 
 # ---- a keep-alive http.client transport for a loop that one blocking caller drives ---------------------
+# A server that writes its answer in two pieces (headers, then body) with Nagle's algorithm on
+# (Python's `http.server`) holds the body until the headers are acknowledged, and a kept-alive
+# client's delayed ACK waits ~40 ms for it: every query would take 40 ms. urllib never meets this,
+# since it opens a new connection per request. `http.client` already sets TCP_NODELAY on our side;
+# TCP_QUICKACK, set after each request is sent (Linux resets it), acknowledges at once instead.
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
+
+# The last response kgfed's client received for the request being sent (per task): when the client
+# gives up (a persistent 429 or 5xx) the drop-in raises with that response's real headers and body.
+_LAST_RESPONSE: contextvars.ContextVar[list[Response] | None] = contextvars.ContextVar("kgfed_sync_last", default=None)
+
+
+def _remember(response: Response) -> Response:
+    holder = _LAST_RESPONSE.get()
+    if holder is not None:
+        holder[:] = [response]
+    return response
+
+
 class _BlockingTransport:
     """kgfed's transport seam implemented with the standard library's `http.client`, connections kept alive.
 
@@ -355,14 +442,23 @@ class _BlockingTransport:
     per-request work is urllib's, not aiohttp's, minus a new TCP connection per query. `HttpClient`
     above it still does the caps, 429 pauses, retries and error classes. Redirects are followed as
     urllib follows them; a kept-alive connection the server closed meanwhile is reopened once.
+    `threaded=True` (the one background loop that serves calls made inside a running event loop)
+    runs each exchange on a worker thread instead, over a pool of idle connections per host.
     """
 
     max_redirects = 10
 
-    def __init__(self) -> None:
-        self._connections: dict[tuple[str, str], http.client.HTTPConnection] = {}
+    def __init__(self, threaded: bool = False) -> None:
+        self.threaded = threaded
+        self._idle: dict[tuple[str, str], list[http.client.HTTPConnection]] = {}
+        self._lock = threading.Lock()
 
     async def send(self, request: Request) -> Response:
+        if self.threaded:
+            return await asyncio.to_thread(self._send, request)
+        return self._send(request)
+
+    def _send(self, request: Request) -> Response:
         method, url, body = request.method, request.full_url(), request.data
         if isinstance(body, Mapping):
             body = urlencode(body).encode()
@@ -370,12 +466,21 @@ class _BlockingTransport:
         for _ in range(self.max_redirects + 1):
             status, answer_headers, data = self._exchange(method, url, body, headers, request.timeout)
             if status not in (301, 302, 303, 307, 308) or "Location" not in answer_headers:
-                return Response(status, answer_headers, data, url)
+                return _remember(Response(status, answer_headers, data, url))
             url = urljoin(url, answer_headers["Location"])
             if status == 303 or (status in (301, 302) and method == "POST"):  # as urllib: the body is dropped
                 method, body = "GET", None
                 headers = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "content-length")}
         raise TransportConnectError(f"more than {self.max_redirects} redirects from {request.url}")
+
+    def _take(self, key: tuple[str, str]) -> http.client.HTTPConnection | None:
+        with self._lock:
+            idle = self._idle.get(key)
+            return idle.pop() if idle else None
+
+    def _give_back(self, key: tuple[str, str], connection: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._idle.setdefault(key, []).append(connection)
 
     def _exchange(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
                   timeout: float) -> tuple[int, CIMultiDict, bytes]:
@@ -383,45 +488,47 @@ class _BlockingTransport:
         key = (parts.scheme, parts.netloc)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         for attempt in (0, 1):
-            connection = self._connections.get(key)
+            connection = self._take(key)
             reused = connection is not None
             if connection is None:
                 kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-                connection = self._connections[key] = kind(parts.netloc, timeout=timeout)
+                connection = kind(parts.netloc, timeout=timeout)
             connection.timeout = timeout
             if connection.sock is not None:
                 connection.sock.settimeout(timeout)
             try:
                 connection.request(method, target, body=body, headers=headers)
+                if _QUICKACK is not None and connection.sock is not None:  # see _QUICKACK
+                    connection.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
                 response = connection.getresponse()
                 data = response.read()
             except TimeoutError:
-                self._drop(key)
+                connection.close()
                 raise TransportTimeout(f"no answer within {timeout:g} s") from None
             except http.client.IncompleteRead as exc:
-                self._drop(key)
+                connection.close()
                 raise TransportTruncated(f"{len(exc.partial)} bytes of the body arrived") from None
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
-                self._drop(key)
+                connection.close()
                 if reused and attempt == 0:  # closed by the server while idle: open a new one
                     continue
                 raise TransportConnectError(f"{exc.__class__.__name__}: {exc}") from None
             except (OSError, http.client.HTTPException) as exc:
-                self._drop(key)
+                connection.close()
                 raise TransportConnectError(f"{exc.__class__.__name__}: {exc}") from None
             if response.will_close:
-                self._drop(key)
+                connection.close()
+            else:
+                self._give_back(key, connection)
             return response.status, CIMultiDict(response.getheaders()), data
         raise AssertionError("unreachable")
 
-    def _drop(self, key: tuple[str, str]) -> None:
-        connection = self._connections.pop(key, None)
-        if connection is not None:
-            connection.close()
-
     async def aclose(self) -> None:
-        for key in list(self._connections):
-            self._drop(key)
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for connections in idle.values():
+            for connection in connections:
+                connection.close()
 
 
 # ---- one runtime per process: HTTP clients, caches; closed at exit ------------------------------------------
@@ -510,7 +617,7 @@ class _Runtime:
     def _background(self) -> tuple[_LoopThread, _PoliteClient]:
         with self.lock:
             if self.background is None:
-                self.background = (_LoopThread(), _PoliteClient())
+                self.background = (_LoopThread(), _PoliteClient(_BlockingTransport(threaded=True)))
             return self.background
 
     def _slot(self, host: str, client: HttpClient) -> threading.BoundedSemaphore:
@@ -525,7 +632,7 @@ class _Runtime:
         runner, client = self._background() if in_loop else (self._own(), None)
         client = client or runner.client
         with self._slot(urlsplit(url).netloc, client):
-            return runner.run(client.request(method, url, data=body, headers=headers, timeout=timeout or None))
+            return runner.run(_exchange(client, method, url, body, headers, timeout or None))
 
     def stats(self) -> Counter:
         with self.lock:
@@ -545,6 +652,18 @@ class _Runtime:
         finally:
             for cache in self.caches.values():
                 cache.close()
+
+
+async def _exchange(client: HttpClient, method: str, url: str, body: bytes | None, headers: dict[str, str],
+                    timeout: float | None) -> Response:
+    """`client.request`; an EndpointError it raises carries the last response received (`last_response`)."""
+    holder: list[Response] = []
+    _LAST_RESPONSE.set(holder)  # this task's own context
+    try:
+        return await client.request(method, url, data=body, headers=headers, timeout=timeout)
+    except EndpointError as exc:
+        exc.last_response = holder[0] if holder else None
+        raise
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -665,15 +784,18 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
     def _query(self) -> tuple[Any, str]:  # type: ignore[override]
         """Send the request the genuine library built, through kgfed; (response, format) as the genuine one."""
         if self.isSparqlUpdateRequest() or (self.user and self.passwd and self.http_auth == DIGEST):
-            return super()._query()  # the genuine urllib path, uncached
+            return self._genuine_query()  # the genuine urllib path, uncached
         if self.endpoint.startswith("file:"):
             content_type, body = _file_answer(self.endpoint[5:], self.queryString, self.queryType, self.returnFormat)
             return _Response(self.endpoint, 200, [("Content-Type", content_type)], body), self.returnFormat
         request = self._createRequest()
         method, url, body = request.get_method(), request.full_url, request.data
         headers = {name.title(): value for name, value in request.header_items()}  # urllib's "User-agent"
-        if self.agent == _sw.__agent__:
+        if self.agent == _sw.__agent__ and not any(k.lower() == "user-agent" for k in self.customHttpHeaders):
             headers.pop("User-Agent", None)  # the genuine default agent: send kgfed's descriptive one
+        url, userinfo = split_credentials(url)  # http://user:pw@host/: Basic auth, as kgfed's client does
+        if userinfo is not None:
+            headers.setdefault("Authorization", userinfo)
         runtime = _runtime()
         cache = key = None
         if self.kgfed_cache_dir is not None and self.returnFormat == JSON and self.queryType in (SELECT, ASK):
@@ -690,25 +812,44 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
         if (cache is not None and response.status == 200 and any(t in content_type for t in _SPARQL_JSON_TYPES)
                 and _complete_headers(answer_headers)):
             cache.put(key, (response.status, answer_headers, response.body), self.queryType)
-        return _Response(response.url, response.status, answer_headers, response.body), self.returnFormat
+        return _Response(strip_credentials(response.url or url), response.status, answer_headers,
+                         response.body), self.returnFormat
+
+    def _genuine_query(self) -> tuple[Any, str]:
+        """The genuine `_query()` (urllib, its opener: DIGEST, updates), with the drop-in's picklable errors."""
+        request = self._createRequest()
+        url = strip_credentials(request.full_url)
+        try:
+            if self.timeout:
+                return _wrapper.urlopener(request, timeout=self.timeout), self.returnFormat
+            return _wrapper.urlopener(request), self.returnFormat
+        except urllib.error.HTTPError as exc:
+            body = exc.read() if exc.fp is not None else b""
+            _raise_for_status(url, exc.code, exc.headers or {}, body)
+            raise  # a 2xx HTTPError: as urllib
+        except TimeoutError:
+            raise _TIMEOUT(f"{urlsplit(url).netloc} did not answer within setTimeout({self.timeout}) s: "
+                           "simplify the query or raise the timeout") from None
+        except urllib.error.URLError as exc:
+            raise _UNREACHABLE(f"{urlsplit(url).netloc}: {redact(str(exc.reason))}: check that the endpoint is running "
+                               "and the URL is right") from None
 
     def _send(self, runtime: _Runtime, method: str, url: str, body: bytes | None, headers: dict[str, str]):
         host = urlsplit(url).netloc or url
         try:
             return runtime.send(method, url, body, headers, self.timeout)
         except EndpointError as exc:  # after kgfed's retries: the class the genuine library raises for it
+            last = exc.__dict__.pop("last_response", None)
             status = exc.status
             if status is None:
                 if isinstance(exc, EndpointTimeout):
                     raise _TIMEOUT(f"{host} did not answer within setTimeout({self.timeout}) s: "
                                    "simplify the query or raise the timeout") from None
-                raise _UNREACHABLE(f"{exc}: check that the endpoint is running and the URL is right") from None
-            if status >= 500:
-                raise _INTERNAL(str(exc), status=status) from None
-            if status in _STATUS_ERRORS:
-                raise _STATUS_ERRORS[status](str(exc), status=status) from None
-            if status >= 400:
-                raise _HTTPError(url, status, str(exc), {}, b"") from None
+                raise _UNREACHABLE(f"{redact(str(exc))}: check that the endpoint is running and the URL is right") from None
+            if last is not None and last.status == status:  # what the server really sent (headers, body)
+                _raise_for_status(url, status, last.headers, last.body)
+            if status in _STATUS_ERRORS or not 200 <= status < 300:
+                _raise_for_status(url, status, {}, str(exc).encode())
             raise  # a 2xx kgfed refuses (e.g. a robot-policy page): its own one-line error
 
 
