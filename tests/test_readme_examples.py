@@ -1,4 +1,5 @@
-"""Every example in README.md, run as written (issue 21: a new user copies them from a fresh clone).
+"""Every example in README.md and in the full tour it links to (docs/cli.md), run as written (issue 21: a new
+user copies them from a fresh clone). The tour moved out of the README in 0.2.0 and stays tested here.
 
 The convention, for whoever adds a README paragraph (e.g. for `mcp`, `extract`, `doctor`, `endpoints`):
 
@@ -40,6 +41,8 @@ from .conftest import ROOT, SHARED, need
 pytestmark = pytest.mark.slow
 
 README = ROOT / "README.md"
+# the README first, then the full tour, in one scratch directory (a page may use files the README wrote)
+PAGES = [README, ROOT / "docs" / "cli.md"]
 BIN = Path(sys.executable).parent
 SKIP = re.compile(r"<!--\s*readme-test:\s*skip\b")
 LIVE = [re.compile(p) for p in (
@@ -84,7 +87,7 @@ def is_live(text: str) -> bool:
     return any(p.search(text) for p in LIVE)
 
 
-BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+BLOCKS = [(page.name, *block) for page in PAGES for block in readme_blocks(page.read_text(encoding="utf-8"))]
 
 
 @pytest.fixture(scope="module")
@@ -133,15 +136,15 @@ def _serve(command: str, ready: str, binary: str, scratch: dict[str, str]) -> No
     assert proc.returncode == 0 and "Traceback" not in rest, f"{command}: exit {proc.returncode}: {rest[-800:]}"
 
 
-@pytest.mark.parametrize("line, lang, body", BLOCKS, ids=[f"README-line-{b[0]}" for b in BLOCKS])
-def test_readme_block_runs_as_written(scratch, line, lang, body):
+@pytest.mark.parametrize("page, line, lang, body", BLOCKS, ids=[f"{b[0].removesuffix('.md')}-line-{b[1]}" for b in BLOCKS])
+def test_readme_block_runs_as_written(scratch, page, line, lang, body):
     if lang == "python":
         if is_live(body):
-            compile(body, f"README.md:{line}", "exec")
+            compile(body, f"{page}:{line}", "exec")
             return
         done = subprocess.run([sys.executable, "-c", body], cwd=scratch["cwd"], env=_env(scratch), capture_output=True,
                               text=True, timeout=600)
-        assert done.returncode == 0, f"README.md:{line} python block failed:\n{done.stderr[-1500:]}"
+        assert done.returncode == 0, f"{page}:{line} python block failed:\n{done.stderr[-1500:]}"
         return
     for command in commands(body):
         server = next(((ready, binary) for pattern, ready, binary in SERVERS if pattern.search(command)), None)
@@ -153,15 +156,16 @@ def test_readme_block_runs_as_written(scratch, line, lang, body):
             done = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=scratch["cwd"], env=_env(scratch),
                                   capture_output=True, text=True, timeout=600)
             assert done.returncode == 0 and "Traceback" not in done.stderr, \
-                f"README.md:{line}: `{command}` exited {done.returncode}:\n{done.stderr[-1500:]}"
+                f"{page}:{line}: `{command}` exited {done.returncode}:\n{done.stderr[-1500:]}"
 
 
 def test_the_convention_sees_every_kind_of_example():
     """The extraction itself: blocks are found, skips honoured, live lines recognised (a README edit that
     breaks the convention fails here, not silently)."""
-    kinds = {lang for _, lang, _ in BLOCKS}
+    assert {page for page, *_ in BLOCKS} == {p.name for p in PAGES}
+    kinds = {lang for _, _, lang, _ in BLOCKS}
     assert {"python", "sh"} <= kinds
-    all_commands = [c for _, lang, body in BLOCKS if lang != "python" for c in commands(body)]
+    all_commands = [c for _, _, lang, body in BLOCKS if lang != "python" for c in commands(body)]
     assert not any(c.startswith(("make ", "pip ")) for c in all_commands)  # installs are marked skip
     assert any(is_live(c) for c in all_commands) and any(not is_live(c) for c in all_commands)
     assert is_live("kgfed relations Q42 --endpoint wikidata") and not is_live("kgfed expand Q42 --endpoint wikidata=file:x.nt")
