@@ -72,12 +72,15 @@ class CacheOptions:
 @dataclass(frozen=True)
 class KGSpec:
     """One named KG: its endpoint spec (a profile, `file:PATH`, a URL) and, where the name and spec do
-    not say it, its dialect. `endpoint=None` opens the bundled demo KG of the dialect."""
+    not say it, its dialect. `endpoint=None` opens the bundled demo KG of the dialect. `fallbacks` are
+    endpoint specs asked in order when the endpoint is down or keeps failing (`--fallback`): each in the
+    KG's dialect, each with its own cache entries."""
 
     name: str
     endpoint: str | None = None
     dialect: str | None = None
     partial: str | None = None  # the partial-answer policy: error (default), retry or allow
+    fallbacks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _KG_NAME.fullmatch(self.name):
@@ -87,6 +90,9 @@ class KGSpec:
         if self.name in DIALECT_NAMES and self.dialect not in (None, self.name):
             raise KgfedError(f"KG {self.name!r} cannot speak {self.dialect}: rename it (e.g. --kg {self.dialect[:2]}2 "
                              f"--endpoint {self.dialect[:2]}2={self.dialect}@…) or drop the {self.dialect}@ prefix")
+        if isinstance(self.fallbacks, str) or not all(isinstance(f, str) and f.strip() for f in self.fallbacks):
+            raise KgfedError(f"invalid fallbacks {self.fallbacks!r} for KG {self.name!r}: give a tuple of endpoint specs, "
+                             "e.g. ('qlever-wikidata',)")
 
     @classmethod
     def parse(cls, item: str, *, name: str | None = None) -> "KGSpec":
@@ -156,9 +162,19 @@ def default_text_source(*endpoints: str | None) -> str:
 DEFAULT_KGS = ("freebase", "wikidata")
 
 
-def kg_specs(kg: str | None, endpoints: list[str] | str | None = None, *, partial: str | None = None) -> list[KGSpec]:
+def split_fallback(item: str) -> tuple[str | None, str]:
+    """`[NAME=]SPEC` of `--fallback` as (NAME or None, SPEC); `=` inside a URL or file path is not a name."""
+    key, sep, spec = item.partition("=")
+    if sep and spec.strip() and _KG_NAME.fullmatch(key.strip()):
+        return key.strip(), spec.strip()
+    return None, item.strip()
+
+
+def kg_specs(kg: str | None, endpoints: list[str] | str | None = None, *, partial: str | None = None,
+             fallbacks: list[str] | str | None = None) -> list[KGSpec]:
     """The KGs of `--kg NAME[,NAME]` with their `--endpoint NAME=[DIALECT@]SPEC` items: the names listed (else
-    the endpoints' names, else freebase,wikidata), each with its endpoint (none: the demo KG of its dialect)."""
+    the endpoints' names, else freebase,wikidata), each with its endpoint (none: the demo KG of its dialect),
+    and the `--fallback [NAME=]SPEC` items of each (a bare SPEC when there is one KG)."""
     names = [n.strip() for n in kg.split(",") if n.strip()] if kg else None
     items = [endpoints] if isinstance(endpoints, str) else list(endpoints or [])
     single = names[0] if names is not None and len(names) == 1 else None
@@ -170,7 +186,21 @@ def kg_specs(kg: str | None, endpoints: list[str] | str | None = None, *, partia
     extra = [n for n in by_name if n not in names]
     if extra:
         raise KgfedError(f"--endpoint for KG {extra[0]!r}, which --kg does not list: add it to --kg or drop the endpoint")
-    return [replace(by_name.get(name) or KGSpec(name), partial=partial) for name in names]
+    backups: dict[str, list[str]] = {}
+    for item in [fallbacks] if isinstance(fallbacks, str) else list(fallbacks or []):
+        key, spec = split_fallback(item)
+        if not spec:
+            raise KgfedError(f"empty --fallback {item!r}: give an endpoint spec, e.g. --fallback qlever-wikidata")
+        if key is None:
+            if len(names) != 1:
+                raise KgfedError(f"--fallback {item!r} names no KG and there are {len(names)}: write it as KG=SPEC, "
+                                 f"e.g. --fallback {names[0]}={item}")
+            key = names[0]
+        if key not in names:
+            raise KgfedError(f"--fallback for KG {key!r}, which --kg does not list: add it to --kg or drop the fallback")
+        backups.setdefault(key, []).append(spec)
+    return [replace(by_name.get(name) or KGSpec(name), partial=partial, fallbacks=tuple(backups.get(name, ())))
+            for name in names]
 
 
 class KGs(dict):
@@ -192,7 +222,7 @@ def open_kg(spec: KGSpec, *, http: HttpOptions = HttpOptions(), cache: CacheOpti
         endpoint = default_endpoint(dialect)
     try:
         return open_endpoint(endpoint, name=spec.name, dialect=dialect, partial=spec.partial, http=http, cache=cache,
-                             client=client)
+                             client=client, fallbacks=spec.fallbacks)
     except UnknownEndpoint:
         if dialect is None and endpoint.startswith(("http://", "https://")):
             raise UnknownEndpoint(f"endpoint {endpoint} of KG {spec.name!r} needs a dialect: write --endpoint "
@@ -201,13 +231,16 @@ def open_kg(spec: KGSpec, *, http: HttpOptions = HttpOptions(), cache: CacheOpti
 
 
 def open_endpoint(endpoint: str, *, name: str | None = None, dialect: str | None = None, partial: str | None = None,
-                  http: HttpOptions = HttpOptions(), cache: CacheOptions = CacheOptions(), client=None):
+                  http: HttpOptions = HttpOptions(), cache: CacheOptions = CacheOptions(), client=None,
+                  fallbacks: tuple[str, ...] | list[str] = ()):
     """`KG.open` with the options of a run (the one place they are turned into its keyword arguments)."""
     from .kg.facade import KG
 
     kwargs: dict[str, Any] = {"dialect": dialect, "name": name, "cache_dir": cache.root, "cache": cache.enabled,
                               "offline": cache.offline, "refresh": cache.refresh, "max_age": cache.max_age,
                               "timeout": http.timeout, "concurrency": http.concurrency}
+    if fallbacks:
+        kwargs["fallbacks"] = tuple(split_fallback(item)[1] for item in fallbacks)
     if partial is not None:
         kwargs["partial"] = partial
     if client is not None:

@@ -58,6 +58,9 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partial", choices=["error", "retry", "allow"], default=None,
                         help="answers a server marks incomplete (Virtuoso timeout/row cap): error (default), retry "
                              "with longer timeouts then error, or allow them (flagged; exit status 3)")
+    parser.add_argument("--fallback", action="append", default=None, metavar="[KG=]SPEC",
+                        help="an endpoint to ask while the KG's is down or keeps failing (5xx, refused connections, a "
+                             "ban-length 429), repeatable, in order: e.g. --endpoint wikidata --fallback qlever-wikidata")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -167,7 +170,8 @@ def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | No
     dialect = dialect or getattr(args, "dialect", None)
     spec = spec or args.endpoint or default_endpoint(dialect)
     return open_endpoint(spec, name=name, dialect=dialect, partial=getattr(args, "partial", None),
-                         http=http_options(args), cache=cache_options(args), client=client)
+                         http=http_options(args), cache=cache_options(args), client=client,
+                         fallbacks=tuple(getattr(args, "fallback", None) or ()))
 
 
 def open_client(args: argparse.Namespace):

@@ -63,7 +63,8 @@ def add_alignment_options(parser: argparse.ArgumentParser) -> None:
 
 def kg_specs(args: argparse.Namespace) -> list[KGSpec]:
     """The `KGSpec`s of --kg/--endpoint/--partial (`config.kg_specs`)."""
-    return config_kg_specs(getattr(args, "kg", None), getattr(args, "endpoint", None), partial=getattr(args, "partial", None))
+    return config_kg_specs(getattr(args, "kg", None), getattr(args, "endpoint", None), partial=getattr(args, "partial", None),
+                           fallbacks=getattr(args, "fallback", None))
 
 
 def kg_names(args: argparse.Namespace) -> list[str]:

@@ -44,7 +44,7 @@ PRELOAD_BELOW = 100  # load the embedding model in the background when its cache
 # open_kgs reads these options; RunSpec.kg_options overrides them.
 KG_OPTION_DEFAULTS: dict[str, Any] = {"kg": None, "endpoint": None, "cache_dir": None, "no_cache": False, "offline": False,
                                       "timeout": 60.0, "concurrency": None, "user_agent": None, "contact": None,
-                                      "refresh": False, "max_age": None, "partial": None}
+                                      "refresh": False, "max_age": None, "partial": None, "fallback": None}
 
 
 @dataclass
@@ -82,7 +82,7 @@ class RunSpec:
         from ..config import kg_specs
 
         options = self._options()
-        return kg_specs(options["kg"], options["endpoint"], partial=options["partial"])
+        return kg_specs(options["kg"], options["endpoint"], partial=options["partial"], fallbacks=options["fallback"])
 
     def http_options(self) -> "HttpOptions":
         from ..config import HttpOptions

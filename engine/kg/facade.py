@@ -37,7 +37,7 @@ from ...sparql import terms
 from ...sparql.dialects import COMPOUND_SEP, DIRECTIONS, QUALIFIER_BATCH, Dialect, RelationFilter, SearchMode, check_direction
 from ...sparql.errors import (
     Closed, EndpointConnectionError, EndpointError, HttpStatusError, InvalidIdentifier, NotAnAnswer, OfflineMiss, RateLimited,
-    UserAgentRejected,
+    UnknownEndpoint, UserAgentRejected,
 )
 from ...sparql.results import SelectResult, Term
 from .batching import AdaptiveBatches, Job, Piece
@@ -78,6 +78,25 @@ def default_max_age(endpoint: Endpoint, dialect: Dialect) -> float | None:
         return None
     host = str(url).split("://", 1)[1]
     return None if host.startswith(_LOCAL_HOSTS) else LIVE_MAX_AGE
+
+
+def _fallback_endpoint(item: str, dialect: Dialect, client: HttpClient, kg: str, http_options: dict) -> Endpoint:
+    """The endpoint of a `--fallback` spec (`[DIALECT@]SPEC`), which must speak the KG's dialect."""
+    if not isinstance(item, str) or not item.strip():
+        raise UnknownEndpoint(f"empty fallback for KG {kg!r}: give an endpoint spec, e.g. qlever-wikidata")
+    prefix, sep, rest = item.strip().partition("@")
+    said = prefix if sep and prefix in ("freebase", "wikidata") else None
+    spec = rest if said else item.strip()
+    try:
+        endpoint, spoken = resolve_endpoint(spec, dialect=said, client=client, **http_options)
+    except UnknownEndpoint:
+        if said or not spec.startswith(("http://", "https://")):
+            raise
+        endpoint, spoken = resolve_endpoint(spec, dialect=dialect, client=client, **http_options)  # a bare URL: the KG's
+    if spoken.name != dialect.name:
+        raise UnknownEndpoint(f"fallback {spec} speaks {spoken.name} but KG {kg!r} speaks {dialect.name}: "
+                              f"give a {dialect.name} endpoint as its fallback")
+    return endpoint
 
 
 def _sequence(items, what: str, example: str) -> list:
@@ -148,6 +167,7 @@ class KG:
         timeout: float = 60.0,
         concurrency: int | None = None,
         client: HttpClient | None = None,
+        fallbacks: Sequence[str] = (),
         **options,
     ) -> "KG":
         """A KG for an endpoint spec (`wikidata`, `qlever-freebase`, `file:kg.nt`, a URL + dialect).
@@ -158,6 +178,8 @@ class KG:
         endpoints, never for files, Freebase and local servers). `partial` is the policy for answers a
         server marks incomplete: `"error"` (default, raise `PartialResult`), `"retry"` (longer timeouts,
         then raise), `"allow"` (return them, flagged `.partial`). `concurrency` caps requests per host.
+        `fallbacks` are endpoint specs in the same dialect, asked in order while the endpoint is down or
+        keeps failing (each answer's `.source` names the endpoint that gave it).
         """
         owned = client is None
         if client is None:
@@ -166,13 +188,14 @@ class KG:
         http_keys = {"default_graph", "partial", "timeout_ms", "max_rows", "post_threshold"}
         http_options = {k: options.pop(k) for k in list(options) if k in http_keys}
         endpoint, chosen = resolve_endpoint(spec, dialect=dialect, client=client, **http_options)
+        backups = [_fallback_endpoint(item, chosen, client, name or spec, http_options) for item in fallbacks or ()]
         own_cache = cache is True
         if cache is True:
             cache = ResponseCache(cache_dir)
         elif cache is False:
             cache = None
         return cls(endpoint, chosen, name=name, cache=cache, offline=offline, client=client if owned else None,
-                   own_cache=own_cache, **options)
+                   own_cache=own_cache, fallbacks=backups, **options)
 
     async def __aenter__(self) -> "KG":
         return self
