@@ -12,12 +12,18 @@ Wikimedia's rules shape the defaults:
   (`$KGFED_CONFIG`, default `~/.config/kgfed/config.toml`); without one, the first request to a
   Wikimedia host logs a one-line warning saying how to set it (WDQS answers such requests with a
   robot-policy notice, or 403).
-- At most 5 parallel queries to WDQS, 3 to the Wikimedia APIs (their published advice), and a
-  client-side per-minute budget per Wikimedia API host (`[budgets]` in the config file overrides).
+- At most 5 parallel queries to WDQS, never more than 3 to a Wikimedia API host (their published
+  advice; `--concurrency` cannot raise it), a client-side per-minute budget per Wikimedia API host
+  that follows the published numbers for an unidentified client (no contact: 500 an hour), an
+  identified one (60 a minute) and an authenticated one (5,000 an hour), and WDQS's 60 s of query
+  time a minute spent per host (`[budgets]` in the config file overrides the request budgets;
+  sources and dates in docs/endpoints.md).
 - An OAuth 2.0 access token from `$KGFED_WIKIMEDIA_TOKEN` goes (as `Authorization: Bearer`) to
-  Wikimedia API hosts only, and raises their budget; cassettes filter the header, caches never see it.
+  Wikimedia API hosts, and to a Wikimedia query service only after it asked for authentication (401,
+  or 403 with `WWW-Authenticate`); never to another host. Cassettes filter the header, caches never see it.
 - On HTTP 429 the whole host pauses for `Retry-After` (ignoring it on WDQS earns a 24 h ban), except
-  QLever's 429 "Operation timed out", which is a query timeout: raised at once, never retried.
+  QLever's 429 "Operation timed out", which is a query timeout: raised at once, never retried. WDQS's
+  timeout (HTTP 500, or a 200 whose JSON breaks off, with Blazegraph's `TimeoutException`) is one too.
 - 5xx answers and dropped connections are retried with exponential backoff and full jitter; a
   robot-policy notice (HTTP 200 text or 403) raises `UserAgentRejected` at once.
 """
@@ -91,10 +97,21 @@ POLITE_HOSTS = {
     "qlever.dev": 4,
 }
 WIKIMEDIA_API_CONCURRENCY = 3  # "limit the number of concurrent requests to 3 or fewer" (Wikimedia APIs/Rate limits)
-# Client-side requests per minute per Wikimedia API host (api.php, REST). Kept below the published
-# global limits (https://www.mediawiki.org/wiki/Wikimedia_APIs/Rate_limits); `[budgets]` overrides.
-ANONYMOUS_BUDGET = 60
-AUTHENTICATED_BUDGET = 600
+# Client-side requests per minute per Wikimedia API host (api.php, REST); `[budgets]` in the config file
+# overrides. Where each number comes from (checked 2026-11-25) is in docs/endpoints.md:
+# - api.wikimedia.org publishes 500 requests/hour per IP without a token and 5,000/hour with one
+#   (https://api.wikimedia.org/wiki/Documentation/Getting_started/Rate_limits);
+# - the global API limits (https://www.mediawiki.org/wiki/Wikimedia_APIs/Rate_limits, rolled out from
+#   March 2026) put a client without operator contact in its User-Agent in a restrictive tier, a client
+#   with one in the normal tier, an authenticated one higher.
+UNIDENTIFIED_BUDGET = 500 / 60  # no contact: the restrictive tier, held to the published anonymous 500/hour
+ANONYMOUS_BUDGET = 60  # contact set, no token: one request a second (API:Etiquette: in series, not in parallel)
+AUTHENTICATED_BUDGET = 5000 / 60  # with KGFED_WIKIMEDIA_TOKEN: the published 5,000/hour of an authenticated client
+API_PORTAL = "api.wikimedia.org"  # its published per-IP hourly limits hold for every client without a token
+# WDQS: "one client (User-Agent + IP) is allowed 60 seconds of processing time each 60 seconds" and 5 parallel
+# queries (https://www.mediawiki.org/wiki/Wikidata_Query_Service/User_Manual#Query_limits); kgfed spends the
+# wall time of each answer from a per-host bucket refilled at 60 s a minute, so it never asks past the limit.
+QUERY_SECONDS_PER_MINUTE = 60.0
 RETRY_STATUSES = {500, 502, 503, 504}
 _WIKIMEDIA_DOMAINS = ("wikidata.org", "wikipedia.org", "wikimedia.org", "mediawiki.org", "wiktionary.org",
                       "wikiquote.org", "wikisource.org", "wikibooks.org", "wikinews.org", "wikiversity.org", "wikivoyage.org")
@@ -107,9 +124,39 @@ def is_wikimedia(host: str) -> bool:
     return any(host == d or host.endswith("." + d) for d in _WIKIMEDIA_DOMAINS)
 
 
+def is_query_service(host: str) -> bool:
+    """A Wikimedia SPARQL query service (WDQS main/scholarly, the Commons query service): its own limits."""
+    first = host.split(":")[0].lower().split(".")[0]
+    return is_wikimedia(host) and (first.startswith("query") or first.endswith("-query"))
+
+
 def is_wikimedia_api(host: str) -> bool:
     """A Wikimedia API host under the global per-minute limits (api.php, REST); not the query services."""
-    return is_wikimedia(host) and not host.split(":")[0].lower().startswith("query")
+    return is_wikimedia(host) and not is_query_service(host)
+
+
+class _TimeBudget:
+    """Seconds of server time per minute (WDQS's query-time limit): a bucket refilled continuously."""
+
+    def __init__(self, per_minute: float):
+        self.capacity = self.level = per_minute
+        self.rate = per_minute / 60.0
+        self.at = time.monotonic()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self.level = min(self.capacity, self.level + (now - self.at) * self.rate)
+        self.at = now
+
+    async def wait(self) -> None:
+        self._refill()
+        while self.level <= 0:
+            await asyncio.sleep(-self.level / self.rate + 0.01)
+            self._refill()
+
+    def spend(self, seconds: float) -> None:
+        self._refill()
+        self.level -= seconds
 
 
 def _read_config() -> dict:
@@ -184,6 +231,8 @@ class HttpClient:
         self._semaphores: dict[str, asyncio.Semaphore] = {}
         self._limiters: dict[str, object] = {}
         self._paused_until: dict[str, float] = {}
+        self._time_budgets: dict[str, _TimeBudget] = {}
+        self._authorized: set[str] = set()  # query-service hosts that asked for authentication (they get the token)
         self._closed = False
         self.stats: Counter[str] = Counter()
 
@@ -214,17 +263,36 @@ class HttpClient:
     # -- politeness ------------------------------------------------------------------------------
     def limit_for(self, host: str) -> int:
         """Requests in flight allowed to `host` at once."""
+        if is_wikimedia_api(host):  # never more than Wikimedia's 3, whatever --concurrency says
+            return min(self._host_limits.get(host, WIKIMEDIA_API_CONCURRENCY), WIKIMEDIA_API_CONCURRENCY)
         if host in self._host_limits:
             return self._host_limits[host]
-        return WIKIMEDIA_API_CONCURRENCY if is_wikimedia_api(host) else self._per_host
+        return self._per_host
 
     def budget_for(self, host: str) -> float | None:
         """Requests per minute allowed to `host` (None: no budget, only the concurrency cap)."""
         if host in self._budget_overrides:
             return self._budget_overrides[host] or None
-        if is_wikimedia_api(host):
-            return AUTHENTICATED_BUDGET if self.token else ANONYMOUS_BUDGET
-        return None
+        if not is_wikimedia_api(host):
+            return None
+        if self.token:
+            return AUTHENTICATED_BUDGET
+        if host.split(":")[0].lower() == API_PORTAL or not self.has_contact:
+            return UNIDENTIFIED_BUDGET
+        return ANONYMOUS_BUDGET
+
+    def query_seconds_for(self, host: str) -> float | None:
+        """Seconds of query time per minute allowed to `host` (WDQS's published 60; None: no such budget)."""
+        return QUERY_SECONDS_PER_MINUTE if is_query_service(host) else None
+
+    def _time_budget(self, host: str) -> _TimeBudget | None:
+        budget = self._time_budgets.get(host)
+        if budget is None:
+            per_minute = self.query_seconds_for(host)
+            if per_minute is None:
+                return None
+            budget = self._time_budgets[host] = _TimeBudget(per_minute)
+        return budget
 
     def _semaphore(self, host: str) -> asyncio.Semaphore:
         sem = self._semaphores.get(host)
@@ -262,7 +330,7 @@ class HttpClient:
                 _warned_no_contact = True
                 log.warning("kgfed: warning: no contact in the User-Agent for %s (Wikimedia may refuse the request): %s",
                             host, HOW_TO_SET_CONTACT)
-            if self.token and is_wikimedia_api(host):
+            if self.token and (is_wikimedia_api(host) or host in self._authorized):
                 out["Authorization"] = f"Bearer {self.token}"
         out.update(headers or {})
         return out
@@ -296,10 +364,18 @@ class HttpClient:
                 async with self._semaphore(host):
                     await self._wait_if_paused(host)  # a 429 may have paused the host while this one queued
                     await self._spend_budget(host)
+                    seconds = self._time_budget(host)
+                    if seconds is not None:
+                        await seconds.wait()
                     self.stats["requests"] += 1
                     request = Request(method, url, params, data, self._headers(host, headers), limit)
                     log.debug("%s %s (attempt %d)", method, strip_credentials(url), attempt + 1)
-                    response = await self.transport.send(request)
+                    started = time.monotonic()
+                    try:
+                        response = await self.transport.send(request)
+                    finally:
+                        if seconds is not None:
+                            seconds.spend(time.monotonic() - started)
             except TransportTimeout:
                 self.stats["timeouts"] += 1
                 raise EndpointTimeout(
@@ -311,6 +387,16 @@ class HttpClient:
                 last_error = EndpointConnectionError(f"{what} connection failed ({exc})", retryable=True)
             else:
                 _refuse_robot_policy(what, host, response)
+                if response.status in (401, 403) and is_query_service(host) and _asks_authentication(response):
+                    if self.token and host not in self._authorized:  # the query service now wants the token
+                        self._authorized.add(host)
+                        log.info("%s asked for authentication (HTTP %d): sending $%s to it from now on", what,
+                                 response.status, TOKEN_ENV)
+                        return await self.request(method, url, params=params, data=data, headers=headers, timeout=timeout)
+                    refused = "refused the token in" if self.token else "asks for authentication:"
+                    raise HttpStatusError(f"{what} {refused} ${TOKEN_ENV} (HTTP {response.status}: {first_line(response.text(), 90)}): "
+                                          "set it to a valid Wikimedia OAuth 2.0 access token, or use --fallback qlever-wikidata",
+                                          status=response.status)
                 if response.status == 429:
                     self.stats["rate_limited"] += 1
                     _raise_server_timeout(what, response)
@@ -356,6 +442,11 @@ class HttpClient:
             return json.loads(response.body)
         except ValueError as exc:
             raise EndpointError(f"GET {urlsplit(url).netloc.rpartition('@')[2]} returned malformed JSON ({exc})") from None
+
+
+def _asks_authentication(response: Response) -> bool:
+    """A 401, or a 403 carrying a `WWW-Authenticate` challenge (a robot-policy 403 has none)."""
+    return response.status == 401 or bool(response.headers.get("WWW-Authenticate"))
 
 
 def _refuse_robot_policy(what: str, host: str, response: Response) -> None:

@@ -163,3 +163,22 @@ def test_the_fallback_warning_is_one_line_on_stderr(caplog, healthy, down):
                  "--dialect", "freebase", "--json", "--no-cache"]) == 0
     lines = [r.getMessage() for r in caplog.records if "fallback" in r.getMessage()]
     assert len(lines) == 1 and "\n" not in lines[0] and lines[0].startswith("kgfed: warning: KG ")
+
+
+async def test_a_query_service_that_wants_a_token_falls_back(healthy, no_unclosed):
+    from kgfed.endpoints.transport import AiohttpTransport, MockTransport, Response
+
+    local = AiohttpTransport()
+
+    async def transport(request):  # WDQS behind an authenticating proxy; everything else over real sockets
+        if request.host == "query.wikidata.org":
+            return Response.of(401, '{"httpCode": 401, "httpReason": "Unauthorized"}', content_type="application/json",
+                               headers={"WWW-Authenticate": 'Bearer realm="wdqs"'})
+        return await local.send(request)
+
+    async with HttpClient(contact="ops@example.org", transport=MockTransport(transport)) as client:
+        kg = KG(HttpEndpoint("https://query.wikidata.org/sparql", client), FREEBASE,
+                fallbacks=[HttpEndpoint(healthy.url, client)], cache=None)
+        assert (await kg.labels(cwq_topics(2))).source == healthy.url and kg.stats["fallbacks"] == 1
+        await kg.aclose()
+    await local.aclose()

@@ -31,7 +31,7 @@ from typing import cast
 
 from ...cache.responses import CachedEndpoint, ResponseCache, compact
 from ...endpoints.base import Endpoint
-from ...endpoints.client import DEFAULT_USER_AGENT, POLITE_HOSTS, HttpClient
+from ...endpoints.client import DEFAULT_USER_AGENT, POLITE_HOSTS, TOKEN_ENV, HttpClient
 from ...endpoints.profiles import resolve_endpoint
 from ...sparql import terms
 from ...sparql.dialects import COMPOUND_SEP, DIRECTIONS, QUALIFIER_BATCH, Dialect, RelationFilter, SearchMode, check_direction
@@ -57,12 +57,13 @@ FALLBACK_COOLDOWN = 300.0  # seconds a failing endpoint is left alone (its fallb
 def fails_over(exc: BaseException) -> bool:
     """Whether the endpoint that raised `exc` is down or keeps failing, so its fallback should answer:
     connection failures and 5xx after the client's retries, a 429 that kept coming back or asked for a
-    ban-length wait, an HTML error page where results belong. Not a bad query (4xx), not a timeout (the
+    ban-length wait, an HTML error page where results belong, a query service asking for a token kgfed
+    has not got. Not a bad query (4xx), not a timeout (the
     block is split instead), not a refused User-Agent (a setup error every endpoint would see)."""
     if isinstance(exc, (EndpointConnectionError, RateLimited)):
         return True
-    if isinstance(exc, HttpStatusError):
-        return (exc.status or 0) >= 500
+    if isinstance(exc, HttpStatusError):  # 5xx, or a query service asking for a token kgfed lacks or had refused
+        return (exc.status or 0) >= 500 or exc.status == 401 or (exc.status == 403 and TOKEN_ENV in str(exc))
     return isinstance(exc, NotAnAnswer) and not isinstance(exc, UserAgentRejected)
 
 
