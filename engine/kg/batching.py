@@ -124,6 +124,9 @@ class AdaptiveBatches:
         return [piece for group in pieces for piece in group]
 
     async def _ask(self, endpoint, key: Hashable, items: Sequence, render) -> list[Piece]:
+        if len(items) > self.size:  # a sibling's timeout already showed a block this large fails: cut it first
+            groups = await _all([self._ask(endpoint, key, block, render) for block in self.chunks(items)])
+            return [piece for group in groups for piece in group]
         try:
             return [(key, items, await endpoint.select(render(key, items)))]
         except Exception as exc:
