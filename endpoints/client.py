@@ -38,7 +38,7 @@ import random
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -269,6 +269,11 @@ class HttpClient:
             return self._host_limits[host]
         return self._per_host
 
+    def set_limit(self, host: str, limit: int) -> None:
+        """Allow `limit` requests in flight to `host` (an LLM server capped by --llm-concurrency); before its first request."""
+        self._host_limits[host] = limit
+        self._semaphores.pop(host, None)
+
     def budget_for(self, host: str) -> float | None:
         """Requests per minute allowed to `host` (None: no budget, only the concurrency cap)."""
         if host in self._budget_overrides:
@@ -345,8 +350,12 @@ class HttpClient:
         data: dict[str, str] | bytes | None = None,
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
+        passthrough: Collection[int] = (),
     ) -> Response:
         """Send one request (with retries); return the final response whatever its status below 500.
+
+        A status in `passthrough` is returned as it came, without a retry or a pause (the LLM
+        providers handle 429/503/529 themselves: `toolbox.llm.LLMGate`).
 
         Raises `EndpointTimeout` at once on a timeout, `QueryTimeout` on QLever's 429 timeout,
         `UserAgentRejected` on a robot-policy answer, `RateLimited` on a 429 that keeps coming back, and
@@ -397,6 +406,8 @@ class HttpClient:
                     raise HttpStatusError(f"{what} {refused} ${TOKEN_ENV} (HTTP {response.status}: {first_line(response.text(), 90)}): "
                                           "set it to a valid Wikimedia OAuth 2.0 access token, or use --fallback qlever-wikidata",
                                           status=response.status)
+                if response.status in passthrough:
+                    return response
                 if response.status == 429:
                     self.stats["rate_limited"] += 1
                     _raise_server_timeout(what, response)

@@ -46,7 +46,9 @@ def test_ask_prints_answer_and_paths_and_draws_them(capsys, tmp_path, cwq_store)
     page = tmp_path / "paths.html"
     code, out, err = ask(capsys, QUESTION, *cwq_args("--topic", "m.01tzh", "--topic", "m.0146np", "--view", str(page)))
     assert code == 0, err
-    assert out.startswith("answer: ") and "reasoning paths" in out and "cost:" in out
+    header, *rows = out.splitlines()  # piped: tab-separated, one row per reasoning path (a terminal gets the readable view)
+    assert header == "answer\tanswer_ids\tpath" and rows and all(row.split("\t")[0] == "Guatemala" for row in rows)
+    assert any("Alta Verapaz Department" in row.split("\t")[2] for row in rows)
     html = page.read_text(encoding="utf-8")
     assert "<svg" in html and "<script" not in html
     assert "Alta Verapaz Department" in html and "freebase:m.0146np" in html

@@ -294,6 +294,7 @@ async def cmd_query(args) -> int:
         query = args.sparql
     else:
         raise KgfedError("no query: give it as an argument or with --file q.rq")
+    args.query_text = query  # for the --rewrite hint of an error
     async with open_kg(args) as kg:
         if args.rewrite:
             from ...sparql.rewrite import to_standard_sparql
@@ -374,6 +375,9 @@ def _version() -> str:
 def _recording_context(args: argparse.Namespace):
     from contextlib import nullcontext
 
+    if getattr(args, "record", None) and getattr(args, "replay", None):
+        raise KgfedError(f"--record {args.record} and --replay {args.replay} together: give --record to record "
+                         "(a cassette that exists is extended) or --replay to play one back, not both")
     cassette = getattr(args, "record", None) or getattr(args, "replay", None)
     if not cassette:
         return nullcontext()
@@ -450,11 +454,43 @@ def _quiet_stdout() -> None:
         pass
 
 
-def _hint(args: argparse.Namespace, message: str) -> str:
-    """A fix the error itself cannot know: raw CWQ/WebQSP gold SPARQL needs --rewrite off Virtuoso."""
+def _hint(args: argparse.Namespace, message: str, exc: BaseException | None = None) -> str:
+    """A fix the error itself cannot know: raw CWQ/WebQSP gold SPARQL needs --rewrite off Virtuoso (only for
+    a query --rewrite would change), and an id of the other dialect needs --dialect."""
     if getattr(args, "command", None) == "query" and not getattr(args, "rewrite", True) and "rejected the query" in message:
-        return message + " (CWQ/WebQSP gold SPARQL is Virtuoso's dialect: add --rewrite to run it on other engines)"
-    return message
+        from ...sparql.rewrite import to_standard_sparql
+
+        query = getattr(args, "query_text", None)
+        try:
+            rewritable = query is not None and to_standard_sparql(query) != query
+        except Exception:  # noqa: BLE001 - no hint rather than a second error
+            rewritable = False
+        if rewritable:
+            return message + " (CWQ/WebQSP gold SPARQL is Virtuoso's dialect: add --rewrite to run it on other engines)"
+    return message + _dialect_hint(args, message, exc)
+
+
+def _dialect_hint(args: argparse.Namespace, message: str, exc: BaseException | None) -> str:
+    """` (m.0282x is a Freebase id: add --dialect freebase …)` for an id of the other dialect named in the error."""
+    from ...sparql.dialects import dialect_of
+    from ...sparql.errors import InvalidIdentifier
+
+    if not isinstance(exc, InvalidIdentifier) and "fits none of the KGs" not in message:
+        return ""
+    given = [getattr(args, "entity", None), *(getattr(args, "entities", None) or []), *(getattr(args, "ids", None) or []),
+             *(getattr(args, "topics", None) or []),
+             *(i.strip() for item in getattr(args, "topic", None) or [] for i in str(item).split(","))]
+    for ident in (i for i in given if isinstance(i, str) and i and i in message):
+        dialect = dialect_of(ident)
+        if dialect is None or dialect.name == getattr(args, "dialect", None):
+            continue
+        kgs = getattr(args, "kg", None)
+        if kgs:  # the KGs are listed: add one of that dialect
+            return f" ({ident} is a {dialect.name.capitalize()} id: add a {dialect.name} KG, e.g. --kg {kgs},{dialect.name})"
+        with_kg = hasattr(args, "kg")
+        endpoint = f" with an --endpoint that holds {dialect.name} data" if getattr(args, "endpoint", None) and not with_kg else ""
+        return f" ({ident} is a {dialect.name.capitalize()} id: add --dialect {dialect.name}{endpoint})"
+    return ""
 
 
 def configure_logging(verbosity: int) -> None:
@@ -494,6 +530,68 @@ def disk_error_line(exc: OSError) -> str:
     return f"{where}{reason}"
 
 
+# -- Ctrl-C ------------------------------------------------------------------------------------------
+# A Ctrl-C is acknowledged on stderr the moment it arrives; asyncio.run then cancels the command, which
+# keeps what it finished (a run finalizes its output, caches are flushed on close) and ends with exit
+# status 130. It never waits for the sentence-embedding model: a model still loading (torch's import
+# takes 10-70 s) or an encoding still running in a daemon thread is left behind. The C++ runtime cannot
+# be torn down under such threads (torch's pool threads abort the process with "terminate called
+# without an active exception", exit 134), so a command line that loaded torch leaves with `os._exit`
+# after Python's own exit handlers ran (cache flushes, child servers stopped) and the streams are flushed.
+STOPPING = "kgfed: stopping (Ctrl-C again to leave at once)…"
+
+
+async def _acknowledging(command: Awaitable[int]) -> int:
+    """Run `command` with asyncio.run's Ctrl-C handling, saying at once on stderr that Ctrl-C was seen."""
+    import signal
+    import threading
+
+    inner = signal.getsignal(signal.SIGINT)  # asyncio.run's: cancel the command, then KeyboardInterrupt
+    if callable(inner) and threading.current_thread() is threading.main_thread():
+        def on_sigint(signum, frame) -> None:
+            if not getattr(on_sigint, "seen", False):
+                on_sigint.seen = True  # type: ignore[attr-defined]
+                try:
+                    os.write(sys.stderr.fileno(), (STOPPING + "\n").encode())  # no buffer: at once, even mid-print
+                except (OSError, ValueError):
+                    pass
+            inner(signum, frame)
+
+        signal.signal(signal.SIGINT, on_sigint)
+    return await command
+
+
+def _restore_sigint() -> None:
+    """Python's own Ctrl-C handler again after a command (asyncio.run leaves ours in place)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and getattr(signal.getsignal(signal.SIGINT), "__name__", "") == "on_sigint":
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _interrupted(command_line: bool) -> int:
+    """After Ctrl-C (or SIGTERM in a run): say what was kept and leave with 130, never waiting for encoders."""
+    import signal
+
+    if command_line:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a further Ctrl-C while leaving must not print a traceback
+    notes = (getattr(sys.modules.get(f"kgfed.engine.harness.{m}"), "interrupted_note", None) for m in ("runner", "extract"))
+    print(f"kgfed: {next((n for n in notes if n), None) or 'interrupted'}", file=sys.stderr, flush=True)
+    if command_line and ("torch" in sys.modules or "sentence_transformers" in sys.modules):
+        import atexit
+        import logging
+
+        try:
+            atexit._run_exitfuncs()  # cache flushes, child servers stopped
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(130)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     parser, handlers = build_parser()
@@ -508,19 +606,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _recording_context(args), Spinner():  # a spinner whenever the embedding model loads
             try:
-                return asyncio.run(handlers[args.command](args))
+                status = asyncio.run(_acknowledging(handlers[args.command](args)))
             finally:
-                _settle_embeddings()
+                _restore_sigint()
+                if not isinstance(sys.exc_info()[1], KeyboardInterrupt):  # Ctrl-C leaves at once (`_interrupted`)
+                    _settle_embeddings()
+        record = getattr(args, "record", None)
+        if record and not Path(record).exists():  # vcrpy writes a cassette only when HTTP was sent
+            print(f"kgfed: warning: --record {record}: no HTTP request was made (embedded file stores are read without "
+                  "HTTP; the response cache keeps their answers), so no cassette was written", file=sys.stderr)
+        return status
     except BrokenPipeError:
         _quiet_stdout()
         return 0
     except KgfedError as exc:
-        print(f"kgfed: error: {redact(_hint(args, str(exc)))}", file=sys.stderr)
+        print(f"kgfed: error: {redact(_hint(args, str(exc), exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # printed once; an interrupted run (or extract) says what it kept
-        notes = (getattr(sys.modules.get(f"kgfed.engine.harness.{m}"), "interrupted_note", None) for m in ("runner", "extract"))
-        print(f"kgfed: {next((n for n in notes if n), None) or 'interrupted'}", file=sys.stderr)
-        return 130
+        return _interrupted(command_line=argv is None)
     except OSError as exc:  # a full disk, a read-only directory, an unwritable output file: one line, exit 2
         if os.environ.get("KGFED_DEBUG"):
             raise

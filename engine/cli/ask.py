@@ -115,6 +115,13 @@ async def cmd_ask(args: argparse.Namespace) -> int:
         print(f"kgfed: wrote {args.view}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=1))
+    elif not sys.stdout.isatty():  # a pipe or file: tab-separated, one row per reasoning path, nothing cut
+        from .app import emit
+
+        ids = " ".join(result.answer_ids)
+        rows = [{"answer": result.answer, "answer_ids": ids, "path": text} for text in result.path_texts()]
+        args.warned = True  # an answer without paths is still an answer
+        emit(args, rows or [{"answer": result.answer, "answer_ids": ids, "path": ""}], ["answer", "answer_ids", "path"])
     else:
         _print_result(result)
     return 0

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 from ..data import default_endpoint
@@ -37,7 +38,7 @@ async def run_demo(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())  # piped: whole lines, never wrapped at 80
     console.rule("[bold]Wikidata-shaped demo KG: Douglas Adams (Q42)")
     console.print(f"Q42 = {label.label!r}: {label.description}")
     console.print("relations:", ", ".join(f"{r.relation} ({r.label})" for r in wd_relations))

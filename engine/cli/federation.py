@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +48,15 @@ def register(command, add_source_options, add_cache_options) -> None:
 
 
 def add_kg_options(parser: argparse.ArgumentParser) -> None:
-    """--kg NAME[,NAME] and repeatable --endpoint NAME=SPEC (what `open_kgs` reads)."""
+    """--kg NAME[,NAME], repeatable --endpoint NAME=SPEC and --dialect (what `open_kgs` reads)."""
     parser.add_argument("--kg", default=None, help=f"KGs to federate, comma-separated (default {','.join(DEFAULT_KGS)}, or the --endpoint names)")
     parser.add_argument("--endpoint", "-e", action="append", default=None, metavar="KG=[DIALECT@]SPEC",
                         help="endpoint of one KG, repeatable: freebase=file:fb.nt, wikidata=wikidata, fb=qlever-freebase, "
                              "fb2=freebase@http://host:8890/sparql (default: the bundled demo KG of that dialect)")
+    parser.conflict_handler = "resolve"  # a command may give --dialect a meaning of its own
+    parser.add_argument("--dialect", choices=["wikidata", "freebase"],
+                        help="the dialect of every KG whose name or endpoint does not tell it; alone, the one KG of that "
+                             "dialect (--dialect freebase = --kg freebase). KGs of two dialects: --endpoint NAME=DIALECT@SPEC")
 
 
 def add_alignment_options(parser: argparse.ArgumentParser) -> None:
@@ -62,14 +67,40 @@ def add_alignment_options(parser: argparse.ArgumentParser) -> None:
 
 
 def kg_specs(args: argparse.Namespace) -> list[KGSpec]:
-    """The `KGSpec`s of --kg/--endpoint/--partial (`config.kg_specs`)."""
-    return config_kg_specs(getattr(args, "kg", None), getattr(args, "endpoint", None), partial=getattr(args, "partial", None),
-                           fallbacks=getattr(args, "fallback", None))
+    """The `KGSpec`s of --kg/--endpoint/--partial (`config.kg_specs`), with --dialect applied.
+
+    `--dialect D` alone means the one KG `D`; with --kg/--endpoint it is the dialect of each KG that
+    does not tell its own (a URL under a name other than freebase/wikidata). A KG that speaks the other
+    dialect is a one-line error naming `--endpoint NAME=DIALECT@SPEC`, the way to mix dialects."""
+    kg, endpoints, partial = getattr(args, "kg", None), getattr(args, "endpoint", None), getattr(args, "partial", None)
+    dialect = getattr(args, "dialect", None)
+    if dialect and not kg and not endpoints:
+        return config_kg_specs(dialect, None, partial=partial, fallbacks=getattr(args, "fallback", None))
+    specs = config_kg_specs(kg, endpoints, partial=partial, fallbacks=getattr(args, "fallback", None))
+    if not dialect:
+        return specs
+    out = []
+    for spec in specs:
+        own = spec.effective_dialect
+        if own is not None and own != dialect:
+            raise KgfedError(f"--dialect {dialect} disagrees with KG {spec.name!r}, which speaks {own}: drop --dialect and "
+                             f"give a KG's dialect in its endpoint, --endpoint NAME=DIALECT@SPEC (e.g. fb2=freebase@http://host:8890/sparql)")
+        out.append(spec if own is not None else replace(spec, dialect=dialect))
+    return out
 
 
 def kg_names(args: argparse.Namespace) -> list[str]:
-    """The KG names asked for: --kg, else the --endpoint names, else freebase,wikidata."""
-    return [spec.name for spec in kg_specs(args)]
+    """The KG names asked for: --kg, else the --endpoint names, else freebase,wikidata.
+
+    --dialect is folded into --kg/--endpoint here (`DIALECT@SPEC`), so the `RunSpec` of `ask`/`run`,
+    which reads only those two, opens the same KGs."""
+    specs = kg_specs(args)
+    if getattr(args, "dialect", None):
+        args.kg = ",".join(spec.name for spec in specs)
+        args.endpoint = [f"{s.name}={s.dialect + '@' if s.dialect and s.name != s.dialect else ''}{s.endpoint}"
+                         for s in specs if s.endpoint] or None
+        args.dialect = None
+    return [spec.name for spec in specs]
 
 
 def open_kgs(args: argparse.Namespace, client=None) -> KGs:
@@ -153,6 +184,12 @@ async def cmd_expand(args: argparse.Namespace) -> int:
     _write_outputs(args, merged)
     if args.json:
         print(json.dumps(merged.to_json(), ensure_ascii=False, indent=1))
+    elif not sys.stdout.isatty():  # a pipe or file: every edge as tab-separated ids and labels, nothing cut
+        from .app import emit
+
+        args.warned = True  # an expansion without edges is reported below
+        emit(args, [_edge_row(merged, edge) for edge in merged.edges],
+             ["kg", "subject", "subject_label", "relation", "relation_label", "object", "object_label", "via", "hop"])
     else:
         _print_summary(merged)
     touched = {i for e in merged.edges for i in (e.subject, e.object)}
@@ -199,6 +236,14 @@ def _print_summary(merged) -> None:
     console.print(table)
     if len(merged.edges) > 60:
         console.print(f"… {len(merged.edges) - 60} more edges (use --json, --view or --dot for all)")
+
+
+def _edge_row(merged, edge) -> dict[str, Any]:
+    """One edge of the merged graph as a flat row: each end's id in the edge's own KG, and the labels."""
+    subject, obj = merged.nodes[edge.subject], merged.nodes[edge.object]
+    return {"kg": edge.kg, "subject": subject.ids.get(edge.kg) or " ".join(subject.ids.values()), "subject_label": subject.label,
+            "relation": edge.relation, "relation_label": edge.label, "object": obj.ids.get(edge.kg) or " ".join(obj.ids.values()),
+            "object_label": obj.label, "via": " ".join(edge.via), "hop": edge.hop}
 
 
 def _name(node) -> str:

@@ -24,6 +24,8 @@ def register(command, add_source_options, add_cache_options) -> None:
     p.add_argument("--port", type=int, default=8765, help="HTTP port on 127.0.0.1 (default 8765)")
     p.add_argument("--llm", default="none",
                    help=f"LLM of the ask tool ({METHOD_NAMES}): anthropic[:MODEL] | openai:URL[#MODEL] | replay:DIR | none (default)")
+    p.add_argument("--llm-concurrency", type=int, metavar="N",
+                   help="LLM calls in flight at once for all ask tool calls together (default: no cap of kgfed's own)")
     p.add_argument("--text-source", help="text of the context tool: wikipedia | demo | file:PATH.jsonl "
                                          "(default: wikipedia beside a live endpoint, else the demo extracts)")
     add_kg_options(p)
@@ -50,4 +52,5 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
 
     return await serve(ServerOptions(kgs=tuple(specs), http=http_options(args), cache=cache_options(args),
                                      align=AlignOptions.from_options(vars(args)),
-                                     llm=args.llm, text_source=args.text_source, transport=args.transport, port=args.port))
+                                     llm=args.llm, llm_concurrency=args.llm_concurrency,
+                                     text_source=args.text_source, transport=args.transport, port=args.port))

@@ -11,10 +11,14 @@ METHOD_NAMES = "tog|tog2|pog|hydra|inses|proh"
 
 
 def add_method_options(parser: argparse.ArgumentParser) -> None:
-    """--method, --llm, --param KEY=VALUE (repeatable), --width, --depth, --text."""
+    """--method, --llm, --llm-concurrency, --param KEY=VALUE (repeatable), --width, --depth, --text."""
     parser.add_argument("--method", "-m", default="tog", help=f"{METHOD_NAMES}, or package.module:Class (default tog)")
     parser.add_argument("--llm", default="none",
                         help="anthropic[:MODEL] | openai:URL[#MODEL] | replay:DIR | record:DIR:SPEC | none (default: none, LLM-free)")
+    parser.add_argument("--llm-concurrency", type=int, metavar="N",
+                        help="LLM calls in flight at once for the whole run, all questions together (default: no cap "
+                             "of kgfed's own; the LLM host's HTTP cap, 16, still holds). 429/503/529 answers pause every "
+                             "call and are retried (docs/llm.md)")
     parser.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                         help="method parameter, repeatable (values parsed as JSON when they can be: width=3, pruning=bm25)")
     parser.add_argument("--width", type=int, help="beam width (the method's own name: ToG/ToG-2/INSES width, PoG/HydraRAG max_width, PRoH beam)")
@@ -48,4 +52,5 @@ def run_spec(args: argparse.Namespace):
     from ..harness.runner import KG_OPTION_DEFAULTS, RunSpec
 
     options = {key: getattr(args, key, default) for key, default in KG_OPTION_DEFAULTS.items()}
-    return RunSpec(args.method, method_params(args), options, args.llm, args.text)
+    return RunSpec(args.method, method_params(args), options, args.llm, args.text,
+                   llm_concurrency=getattr(args, "llm_concurrency", None))

@@ -2,6 +2,7 @@
 
     kgfed run cwq-subgraph --method tog --kg freebase --endpoint freebase=file:cwq_subgraph.nt \\
         --llm none --out preds.jsonl --limit 100 --in-flight 8
+    kgfed run cwq-subgraph --llm openai:http://127.0.0.1:8000 --llm-concurrency 16 --out preds.jsonl
     kgfed eval preds.jsonl --dataset cwq --gold ../shared/data/freebase/cwq_questions.jsonl
 
 See docs/harness.md: output formats (tog, tog-json, tog2), resuming, the cost sidecar, --workers, --ray.
@@ -38,7 +39,9 @@ def register(command, add_source_options, add_cache_options) -> None:
     add_kg_options(p)
     add_cache_options(p)
     # `--concurrency` keeps its meaning of every command (requests per host); questions in flight is its own option.
-    p.add_argument("--in-flight", type=int, default=8, help="questions answered at once per worker (default 8)")
+    p.add_argument("--in-flight", type=int, default=None,
+                   help="questions answered at once per worker (default 8; with --llm-concurrency N, at least 2N "
+                        "so the LLM is kept busy)")
 
     p = command("eval", cmd_eval, "score predictions (ToG's Hits@1 rule and a strict score); alias of evaluate")
     p.add_argument("predictions", help="the method's output file")

@@ -38,6 +38,8 @@ from .evaluate import (NULL_ANSWER, Prediction, evaluate, prediction_from_record
 # counts are not among them: alignments have their own cache, so a warm run asks fewer queries.
 STABLE_COSTS = ("llm_calls", "input_tokens", "output_tokens")
 MAX_FAILURES_BEFORE_SUCCESS = 10  # abort a run whose first questions all fail (a broken setup, not bad luck)
+DEFAULT_IN_FLIGHT = 8  # questions at once per worker (`--in-flight`)
+IN_FLIGHT_PER_LLM_CALL = 2  # with --llm-concurrency N: 2N questions at once by default (docs/llm.md, bench/llm_bound.py)
 # What the last interrupted run kept (the CLI prints it once, in place of a bare "interrupted").
 interrupted_note: str | None = None
 PRELOAD_BELOW = 100  # load the embedding model in the background when its cache holds fewer vectors (a first run)
@@ -52,7 +54,8 @@ class RunSpec:
     """Everything a worker needs to rebuild the runtime (picklable: names and options, no objects).
 
     `method` is a registry name (tog, pog, ...) or `package.module:Class`; `kg_options` are the
-    `--kg/--endpoint/--cache-dir/...` options `open_kgs` reads; `text` a text-source spec.
+    `--kg/--endpoint/--cache-dir/...` options `open_kgs` reads; `text` a text-source spec;
+    `llm_concurrency` the calls in flight to the LLM for the whole run (`--llm-concurrency`; None: no cap).
     """
 
     method: str
@@ -61,6 +64,7 @@ class RunSpec:
     llm: str = "none"
     text: str | None = None
     embeddings_dir: str | None = None
+    llm_concurrency: int | None = None
 
     def resolved(self) -> "RunSpec":
         """A copy with the cache root made explicit (an absolute directory or a Redis URL), so other
@@ -72,7 +76,7 @@ class RunSpec:
         if not options["no_cache"]:
             options["cache_dir"] = root.location
         embeddings = self.embeddings_dir or (None if options["no_cache"] else str(root.directory("embeddings")))
-        return RunSpec(self.method, dict(self.params), options, self.llm, self.text, embeddings)
+        return RunSpec(self.method, dict(self.params), options, self.llm, self.text, embeddings, self.llm_concurrency)
 
     def _options(self) -> dict[str, Any]:
         return {**KG_OPTION_DEFAULTS, **self.kg_options}
@@ -143,7 +147,7 @@ class Runtime:
         try:
             self.kgs = open_kgs(self.spec.kg_specs(), http=self.spec.http_options(), cache=self.spec.cache_options(),
                                 client=self._client)
-            self.llm = make_llm(self.spec.llm, client=self._client)
+            self.llm = make_llm(self.spec.llm, client=self._client, concurrency=self.spec.llm_concurrency)
             self.embedder = self._embedder()
             self._preload()
             self.text = self._text_source()
@@ -629,12 +633,36 @@ def select_questions(questions: Sequence[Question], *, limit: int | None = None,
     return chosen
 
 
+def in_flight_for(spec: RunSpec, workers: int = 1) -> int:
+    """Questions answered at once per worker by default: 8, or enough to keep a capped LLM busy
+    (`IN_FLIGHT_PER_LLM_CALL` questions per call allowed in flight: a question waits on its KG, its
+    embeddings and its own earlier calls between LLM calls, so one per call would leave the cap idle)."""
+    if spec.llm_concurrency and spec.llm != "none":
+        return max(DEFAULT_IN_FLIGHT, -(-IN_FLIGHT_PER_LLM_CALL * spec.llm_concurrency // workers))
+    return DEFAULT_IN_FLIGHT
+
+
+def _share_llm(spec: RunSpec, workers: int) -> RunSpec:
+    """The spec each of `workers` processes runs: the run's LLM cap divided among them (at least 1 each)."""
+    if workers <= 1 or not spec.llm_concurrency:
+        return spec
+    from dataclasses import replace
+
+    return replace(spec, llm_concurrency=max(1, spec.llm_concurrency // workers))
+
+
 async def run(spec: RunSpec, questions: Sequence[Question], out: str | Path, *, fmt: str = "tog",
-              concurrency: int = 8, workers: int = 1, ray_address: str | None = None, use_ray: bool = False,
+              concurrency: int | None = None, workers: int = 1, ray_address: str | None = None, use_ray: bool = False,
               costs: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
-    """Answer the questions not yet in `out`, write them, and return the summary (see `summarize`)."""
+    """Answer the questions not yet in `out`, write them, and return the summary (see `summarize`).
+
+    `concurrency` is the questions in flight per worker (default `in_flight_for(spec)`); with several
+    workers the LLM cap `spec.llm_concurrency` is shared among them."""
+    if concurrency is None:
+        concurrency = in_flight_for(spec, workers)
     if concurrency < 1 or workers < 1:
         raise KgfedError("--concurrency and --workers must be at least 1")
+    spec = _share_llm(spec, workers)
     output = Output(out, fmt, questions, costs)
     todo = [q for q in questions if q.id not in output.done]
     tally = Tally(questions, len(todo))

@@ -382,7 +382,7 @@ class Engine:
 
                 from ..toolbox.llm import make_llm
 
-                self._llm = make_llm(self.options.llm)
+                self._llm = make_llm(self.options.llm, concurrency=self.options.llm_concurrency)
                 if importlib.util.find_spec("sentence_transformers") is not None:
                     from ..toolbox.embeddings import default_embedder
 
@@ -1036,6 +1036,7 @@ class ServerOptions:
     cache: CacheOptions = CacheOptions()
     align: AlignOptions = AlignOptions()
     llm: str = "none"  # the ask tool's LLM spec (`make_llm`)
+    llm_concurrency: int | None = None  # LLM calls in flight for every ask together (`--llm-concurrency`)
     text_source: str | None = None  # None: Wikipedia beside a live endpoint, else the demo extracts
     transport: str = "stdio"  # or "http": streamable HTTP on 127.0.0.1:`port`
     port: int = 8765

@@ -171,9 +171,15 @@ class Method(ABC):
     # prompt kind -> (max_tokens cap, stop sequences), used when the `stop_sequences` parameter is on
     LIMITS: ClassVar[Mapping[str, tuple[int, tuple[str, ...]]]] = {}
 
-    def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):
+    def __init__(self, kgs: "Mapping[str, KG] | KG | Sequence[KG]", llm, *, embedder=None, text=None, **params: Any):
+        if isinstance(kgs, KG):  # one KG: under its own name (its dialect's unless opened with name=)
+            kgs = {kgs.name: kgs}
+        elif isinstance(kgs, (list, tuple)) and all(isinstance(kg, KG) for kg in kgs):
+            kgs = {kg.name: kg for kg in kgs}
         if not kgs:
             raise ValueError("a method needs at least one KG")
+        if not isinstance(kgs, Mapping):
+            raise KgfedError(f"kgs is a {type(kgs).__name__}: give a KG, a list of KGs or a {{name: KG}} mapping")
         self.kgs = dict(kgs)
         self.llm = llm
         self.embedder = embedder
@@ -235,10 +241,14 @@ class Method(ABC):
     def embedder(self, value) -> None:
         self._run_embedder = value
 
-    async def answer(self, question: str, topics: Topics | None = None) -> Result:
-        """Answer one question; topics are linked from the question text by label when not given."""
+    async def answer(self, question: str, topics: "Topics | Mapping[str, str] | Sequence[str] | str | None" = None) -> Result:
+        """Answer one question; topics are linked from the question text by label when not given.
+
+        `topics` may be per KG (`{"wikidata": {"Q42": "Douglas Adams"}}`), a flat `{id: name}`, a list
+        of ids or one id: each id goes to the KGs whose dialect takes it, unnamed ones named by label."""
         started = time.perf_counter()
         with track() as cost:
+            topics = await self._given_topics(topics)
             if not topics or not any(topics.values()):
                 topics = await link_topics(question, self.kgs)
             result = await self._answer(question, topics)
@@ -247,6 +257,42 @@ class Method(ABC):
         result.method = result.method or self.name
         result.extra.setdefault("topics", topics)
         return result
+
+    async def _given_topics(self, topics: Any) -> Topics | None:
+        """The `topics` argument of `answer` as {kg name: {id: name}} (see there), or None when not given."""
+        from ...sparql.errors import InvalidIdentifier
+
+        if topics is None or isinstance(topics, Mapping) and not topics:
+            return None
+        if isinstance(topics, str):
+            topics = [topics]
+        if isinstance(topics, Mapping) and all(k in self.kgs for k in topics):
+            per_kg = {k: dict.fromkeys(v, "") if isinstance(v, (list, tuple, set)) else dict(v or {}) for k, v in topics.items()}
+        elif isinstance(topics, Mapping) or isinstance(topics, (list, tuple, set)) and all(isinstance(t, str) for t in topics):
+            named = dict(topics) if isinstance(topics, Mapping) else dict.fromkeys(topics, "")
+            per_kg = {name: {} for name in self.kgs}
+            for ident, label in named.items():
+                fits = []
+                for name, kg in self.kgs.items():
+                    try:
+                        kg.check(ident)
+                    except InvalidIdentifier:
+                        continue
+                    fits.append(name)
+                    per_kg[name][ident] = label or ""
+                if not fits:
+                    raise KgfedError(f"topic {ident!r} fits none of the KGs {', '.join(self.kgs)} (the keys of a per-KG "
+                                     "topics mapping are KG names): use m.0abc for Freebase, Q42 for Wikidata")
+        else:
+            raise KgfedError(f"topics is a {type(topics).__name__}: give an id, a list of ids, {{id: name}} or "
+                             "{kg name: {id: name}}")
+        for name, ids in per_kg.items():
+            unnamed = [i for i, label in ids.items() if not label]
+            if unnamed:
+                labels = await self.kgs[name].labels(unnamed)
+                for i in unnamed:
+                    ids[i] = labels[i].label if i in labels and labels[i].label else i
+        return per_kg
 
     @abstractmethod
     async def _answer(self, question: str, topics: Topics) -> Result: ...

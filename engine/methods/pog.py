@@ -365,7 +365,7 @@ class PoG(Method):
         """G_q: topics expanded to D_max hops over every KG into one merged graph; topic node indexes."""
         seeds = {kg: list(ids) for kg, ids in topics.items() if kg in self.kgs and ids}
         if not seeds:
-            raise KgfedError(f"no topic entity in {', '.join(self.kgs)}: give --topic ID or a question naming an entity")
+            raise KgfedError(f"no topic entity in {', '.join(self.kgs)}: give topic ids (the topics argument of answer(); --topic on the command line) or a question naming an entity")
         aligner = Aligner(self.kgs, methods=self.p["align"], embedder=self.embedder) if self.p["align"] is not None else None
         merged = await expand(seeds, self.kgs, hops=self.p["max_depth"], width=self.p["relation_width"],
                               limit=self.p["neighbor_limit"], aligner=aligner)

@@ -7,23 +7,38 @@
 Every call is charged to the instance's `usage` and to the current question's cost counter
 (`kgfed.cache.costs`: `llm_calls`, `input_tokens`, `output_tokens`). Provider SDKs are imported
 only when a provider is built, so importing this module is cheap.
+
+Every provider sends through its `LLMGate` (`llm.gate`): at most `concurrency` calls in flight to
+the LLM for the whole run (`make_llm(spec, concurrency=N)`, the CLI's `--llm-concurrency`), and the
+pauses the LLM asks for shared by every call. A 429 (rate limit), 503 (unavailable) or 529
+(Anthropic's overloaded) pauses the whole gate for the answer's `Retry-After` (else a backoff that
+doubles with every busy answer in a row), and the call is sent again: up to `max_attempts` times and
+`max_wait` seconds a call, so a busy LLM slows a run down instead of failing its questions. A 429
+that will not clear by waiting (OpenAI's `insufficient_quota`, Anthropic's spend limit) or a
+`Retry-After` beyond `max_retry_after` is a one-line `LLMError` at once.
 """
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import json
+import logging
 import os
+import random
+import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ...cache.costs import charge
-from ...endpoints.client import first_line
+from ...endpoints.client import first_line, parse_retry_after
 from ...sparql.errors import EndpointError, LLMError
+
+log = logging.getLogger("kgfed.llm")
+T = TypeVar("T")
 
 # Temperatures the papers use: ToG/PoG/HydraRAG explore at 0.4 and reason (prune paths, judge
 # sufficiency, answer) at 0; ToG-2 uses 0 throughout. ToG's own code also scores relations and
@@ -34,6 +49,12 @@ ANSWER_TEMPERATURE = 0.0
 DEFAULT_MAX_TOKENS = 256  # ToG's --max_length
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 SPEC_HELP = "use anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC or none"
+# Answers that mean "busy, ask again later": the whole gate pauses (Anthropic's 529 is its "overloaded_error").
+BUSY_STATUSES = frozenset({429, 503, 529})
+# Answers the provider's SDK would retry on their own (timeouts, conflicts, other 5xx): retried per call, a few times.
+RETRY_STATUSES = frozenset({408, 409, 500, 502, 504})
+# 429s that waiting does not clear: OpenAI's exhausted quota, Anthropic's monthly spend limit.
+NOT_RETRYABLE = frozenset({"insufficient_quota", "billing_hard_limit_reached", "enforced_spend_limit_reached"})
 
 
 @dataclass(frozen=True)
@@ -72,6 +93,157 @@ class Usage:
         return asdict(self)
 
 
+class Busy(Exception):
+    """A provider's "ask again later" (HTTP 429/503/529, or a transient failure): handled by `LLMGate`.
+
+    `shared`: the LLM as a whole is busy (every call pauses); otherwise only this call is retried
+    (a dropped connection, a 500), at most `LLMGate.retries` times. `retry_after`: seconds the LLM
+    asked for (Retry-After), None when it named none.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None, shared: bool = True):
+        super().__init__(message)
+        self.message, self.status, self.retry_after, self.shared = message, status, retry_after, shared
+
+
+class LLMGate:
+    """Calls in flight to one LLM, and the pauses it asked for, shared by every question of a run.
+
+    `concurrency` caps the calls sent at once (None: no cap of kgfed's own; the provider's HTTP
+    limits still hold). A `Busy` answer pauses every call for its Retry-After, or for a backoff that
+    doubles with each busy answer in a row (from `backoff` up to `max_backoff` seconds, with jitter),
+    and the call is sent again; a call gives up with a one-line `LLMError` after `max_attempts`
+    sends or `max_wait` seconds of waiting, and at once when the LLM asks for more than
+    `max_retry_after` seconds. `stats` counts `calls`, `busy`, `retries`, `paused` (seconds) and
+    the `peak` of calls in flight.
+    """
+
+    def __init__(self, concurrency: int | None = None, *, max_attempts: int = 8, max_wait: float = 600.0,
+                 max_retry_after: float = 300.0, backoff: float = 1.0, max_backoff: float = 60.0, retries: int = 2):
+        if concurrency is not None and concurrency < 1:
+            raise LLMError(f"--llm-concurrency {concurrency} is not a number of calls: give 1 or more (or leave it out)")
+        self.concurrency = concurrency
+        self.max_attempts, self.max_wait, self.max_retry_after = max_attempts, max_wait, max_retry_after
+        self.backoff, self.max_backoff, self.retries = backoff, max_backoff, retries
+        self._slots = asyncio.Semaphore(concurrency) if concurrency else None
+        self._paused_until = 0.0
+        self._strikes = 0  # busy answers in a row, gate-wide: the shared backoff grows with them
+        self.in_flight = 0
+        self.stats: Counter[str] = Counter()
+
+    def pause(self, seconds: float) -> None:
+        """Hold every call of this LLM for `seconds` (counted from now; a longer pause already set wins)."""
+        until = time.monotonic() + max(0.0, seconds)
+        if until > self._paused_until:
+            self.stats["paused"] += until - max(self._paused_until, time.monotonic())
+            self._paused_until = until
+
+    async def _wait_pause(self) -> None:
+        while (delay := self._paused_until - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
+
+    def _shared_delay(self) -> float:
+        return random.uniform(0.5, 1.0) * min(self.max_backoff, self.backoff * 2 ** min(self._strikes - 1, 30))
+
+    async def call(self, send: Callable[[], Awaitable[T]], what: str = "the LLM") -> T:
+        """`await send()` within the cap and the shared pauses, sent again on `Busy` within the bounds."""
+        waited = 0.0
+        attempt = 0
+        while True:
+            attempt += 1
+            await self._wait_pause()
+            try:
+                if self._slots is None:
+                    return await self._send(send)
+                async with self._slots:
+                    await self._wait_pause()  # another call may have paused the LLM while this one queued
+                    return await self._send(send)
+            except Busy as busy:
+                self.stats["busy"] += 1
+                if busy.retry_after is not None and busy.retry_after > self.max_retry_after:
+                    raise LLMError(f"{what} asks to wait {busy.retry_after:.0f} s ({busy.message}): more than "
+                                   f"{self.max_retry_after:.0f} s, so the run stops here; run it again later "
+                                   "(answered questions are kept)") from None
+                if busy.shared:
+                    self._strikes += 1
+                    delay = busy.retry_after if busy.retry_after is not None else self._shared_delay()
+                    limit = self.max_attempts
+                else:
+                    delay = random.uniform(0.5, 1.0) * min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+                    limit = self.retries + 1
+                if attempt >= limit or waited + delay > self.max_wait:
+                    raise LLMError(f"{what} stayed busy ({busy.message}) after {attempt} attempts and {waited:.0f} s "
+                                   "of waiting: lower --llm-concurrency, or run again later (answered questions are kept)") from None
+                waited += delay
+                self.stats["retries"] += 1
+                log.info("%s: %s; trying again in %.1f s (attempt %d)", what, busy.message, delay, attempt + 1)
+                if busy.shared:
+                    self.pause(delay)  # every call of the run waits, not only this one
+                else:
+                    await asyncio.sleep(delay)
+
+    async def _send(self, send: Callable[[], Awaitable[T]]) -> T:
+        self.in_flight += 1
+        self.stats["calls"] += 1
+        self.stats["peak"] = max(self.stats["peak"], self.in_flight)
+        try:
+            result = await send()
+        finally:
+            self.in_flight -= 1
+        self._strikes = 0
+        return result
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from `retry-after-ms` (Anthropic, OpenAI) or `Retry-After` (seconds, decimals or an HTTP-date)."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = (lower.get(name) or "").strip()
+        if not value:
+            continue
+        try:
+            return max(0.0, float(value) * scale)
+        except ValueError:
+            if name == "retry-after":
+                return parse_retry_after(value)
+    return None
+
+
+def busy_answer(status: int, headers: Mapping[str, str], body: str, who: str) -> Busy | None:
+    """The `Busy` of an error answer that asking again later may cure, None for one it will not.
+
+    Shapes: Anthropic `{"type": "error", "error": {"type": "rate_limit_error" | "overloaded_error", "message"},
+    "request_id"}` (429/529, `retry-after`); OpenAI-compatible `{"error": {"message", "type", "code"}}` (429 with
+    `Retry-After`, 503), llama.cpp's `{"error": {"code": 503, "message": "Loading model"}}`. A header
+    `x-should-retry: false` (Anthropic's) and the quota/spend-limit codes in `NOT_RETRYABLE` are final.
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    if lower.get("x-should-retry", "").strip().lower() == "false":
+        return None
+    if status not in BUSY_STATUSES | RETRY_STATUSES and lower.get("x-should-retry", "").strip().lower() != "true":
+        return None
+    error = _error_object(body)
+    codes = {str(error.get(k)) for k in ("type", "code") if error.get(k) is not None}
+    details = error.get("details")
+    if isinstance(details, dict) and details.get("error_code"):
+        codes.add(str(details["error_code"]))
+    if codes & NOT_RETRYABLE:
+        return None
+    message = f"{who} answered HTTP {status}" + (f" {error['type']}" if isinstance(error.get("type"), str) else "")
+    if error.get("message"):
+        message += f": {first_line(str(error['message']), 120)}"
+    return Busy(message, status=status, retry_after=retry_after(headers), shared=status in BUSY_STATUSES)
+
+
+def _error_object(body: str) -> dict:
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return {"message": first_line(body)} if body.strip() else {}
+    error = doc.get("error", doc) if isinstance(doc, dict) else None
+    return error if isinstance(error, dict) else ({"message": str(error)} if error else {})
+
+
 class LLM(ABC):
     """The interface methods use. `available` is False for the LLM-free provider."""
 
@@ -81,6 +253,16 @@ class LLM(ABC):
     def __init__(self, model: str = ""):
         self.model = model
         self.usage = Usage()
+        self.gate = LLMGate()
+
+    def limit(self, concurrency: int | None) -> None:
+        """Cap the calls in flight to this LLM at `concurrency` for everything that shares the provider
+        (a run's questions; `--llm-concurrency`). Set it before the first call."""
+        self.gate = LLMGate(concurrency)
+
+    def describe(self) -> str:
+        """The LLM as messages name it."""
+        return f"the {self.name} LLM" + (f" ({self.model})" if self.model else "")
 
     async def complete(self, prompt: str, *, temperature: float, max_tokens: int = DEFAULT_MAX_TOKENS,
                        system: str | None = None, stop: list[str] | None = None) -> Completion:
@@ -88,9 +270,12 @@ class LLM(ABC):
 
         `stop` sequences end the reply early (a small model otherwise invents the next "Q: ..." and
         runs to `max_tokens`); providers that take none ignore it, and it is passed on only when given.
+        The call waits for a place under the gate's cap and for any pause the LLM asked for (`LLMGate`).
         """
         extra = {"stop": list(stop)} if stop else {}
-        completion = await self._complete(prompt, temperature=float(temperature), max_tokens=max_tokens, system=system, **extra)
+        completion = await self.gate.call(lambda: self._complete(prompt, temperature=float(temperature),
+                                                                 max_tokens=max_tokens, system=system, **extra),
+                                          self.describe())
         self.usage.add(completion)
         charge("llm_calls")
         charge("input_tokens", completion.input_tokens)
@@ -141,7 +326,7 @@ class AnthropicLLM(LLM):
     name = "anthropic"
 
     def __init__(self, model: str = DEFAULT_ANTHROPIC_MODEL, *, api_key: str | None = None,
-                 base_url: str | None = None, max_retries: int = 4, timeout: float = 120.0,
+                 base_url: str | None = None, max_retries: int = 2, timeout: float = 120.0,
                  send_temperature: bool = False):
         super().__init__(model or DEFAULT_ANTHROPIC_MODEL)
         api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
@@ -153,8 +338,19 @@ class AnthropicLLM(LLM):
         except ImportError:
             raise LLMError("the anthropic SDK is not installed: pip install 'kgfed[llm]'") from None
         self._sdk = anthropic
-        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
+        # The SDK's own retries (2 by default: 408/409/429/5xx and dropped connections, each call on its own,
+        # Retry-After honoured) are off: the gate retries instead, so one 429 or 529 pauses every call of the run.
+        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+        self.max_retries = max_retries
+        self.gate.retries = max_retries
         self.send_temperature = send_temperature
+
+    def limit(self, concurrency: int | None) -> None:
+        super().limit(concurrency)
+        self.gate.retries = self.max_retries
+
+    def describe(self) -> str:
+        return f"the Anthropic API ({self.model})"
 
     async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None,
                         stop: list[str] | None = None) -> Completion:
@@ -172,9 +368,15 @@ class AnthropicLLM(LLM):
         except sdk.AuthenticationError:
             raise LLMError("Anthropic rejected the API key (HTTP 401): check ANTHROPIC_API_KEY") from None
         except sdk.APIStatusError as exc:
+            busy = busy_answer(exc.status_code, exc.response.headers, exc.response.text, "the Anthropic API")
+            if busy is not None:
+                raise busy from None
+            said = getattr(exc, "api_message", None) or exc.message  # the body's error.message, else the SDK's text
             raise LLMError(f"Anthropic API answered HTTP {exc.status_code} for model {self.model}: "
-                           f"{first_line(str(exc.message))}; check the model name and request size") from None
+                           f"{first_line(str(said))}; check the model name, key, quota and request size") from None
         except sdk.APIConnectionError as exc:
+            if self.gate.retries:
+                raise Busy(f"cannot reach the Anthropic API ({exc.__class__.__name__})", shared=False) from None
             raise LLMError(f"cannot reach the Anthropic API ({exc.__class__.__name__}): check the network or ANTHROPIC_BASE_URL") from None
         text = "".join(getattr(block, "text", "") for block in message.content if getattr(block, "type", "") == "text")
         return Completion(text, int(message.usage.input_tokens or 0), int(message.usage.output_tokens or 0))
@@ -206,11 +408,26 @@ class OpenAICompatibleLLM(LLM):
         self._owns_client = client is None
         self._model_lock = asyncio.Lock()
 
+    @property
+    def host(self) -> str:
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.base_url).netloc.rpartition("@")[2]  # as HttpClient keys its hosts
+
+    def describe(self) -> str:
+        return f"the LLM server at {self.base_url}"
+
+    def limit(self, concurrency: int | None) -> None:
+        """The gate's cap, and the HTTP client's cap for the LLM's host raised to match (its default is 16)."""
+        super().limit(concurrency)
+        if concurrency and self._client is not None and hasattr(self._client, "set_limit"):
+            self._client.set_limit(self.host, max(concurrency, self._client.limit_for(self.host)))
+
     def _http(self):
         if self._client is None:
             from ...endpoints.client import HttpClient
 
-            self._client = HttpClient(timeout=self.timeout, retries=2)
+            self._client = HttpClient(timeout=self.timeout, retries=2, per_host=max(16, self.gate.concurrency or 0))
         return self._client
 
     def _headers(self) -> dict[str, str]:
@@ -222,10 +439,15 @@ class OpenAICompatibleLLM(LLM):
     async def _call(self, method: str, path: str, body: dict | None = None) -> dict:
         url = self.base_url + path
         data = json.dumps(body).encode() if body is not None else None
-        try:
-            response = await self._http().request(method, url, data=data, headers=self._headers(), timeout=self.timeout)
+        try:  # busy answers come back to the gate (shared pause); the client retries dropped connections and 5xx
+            response = await self._http().request(method, url, data=data, headers=self._headers(), timeout=self.timeout,
+                                                  passthrough=BUSY_STATUSES)
         except EndpointError as exc:
             raise LLMError(f"the LLM server at {self.base_url} failed: {exc}; start it or fix the URL in --llm openai:URL") from None
+        if response.status in BUSY_STATUSES:
+            busy = busy_answer(response.status, response.headers, response.text(), self.describe())
+            if busy is not None:
+                raise busy
         if response.status >= 400:
             raise LLMError(f"{method} {url} answered HTTP {response.status}: {_error_message(response.text())}; "
                            "check the model name, key and request size")
@@ -353,7 +575,9 @@ class ReplayLLM(LLM):
             raise LLMError(f"no recorded LLM reply for prompt {key} in {self.directory}: record it with "
                            f"--llm record:{self.directory}:<provider spec> (e.g. record:{self.directory}:anthropic)")
         extra = {"stop": list(stop)} if stop else {}
-        completion = await self.inner._complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system, **extra)
+        inner = self.inner
+        completion = await inner.gate.call(lambda: inner._complete(prompt, temperature=temperature, max_tokens=max_tokens,
+                                                                    system=system, **extra), inner.describe())
         record = {"key": key, "prompt": prompt, "system": system, "temperature": temperature, "max_tokens": max_tokens, **extra,
                   "provider": self.inner.name, "model": self.inner.model, "text": completion.text,
                   "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens}
@@ -362,6 +586,11 @@ class ReplayLLM(LLM):
         os.replace(tmp, path)
         self.stats["recorded"] += 1
         return completion
+
+    def limit(self, concurrency: int | None) -> None:
+        """Replayed replies are read at once; the cap is the recorded provider's (its misses)."""
+        if self.inner is not None:
+            self.inner.limit(concurrency)
 
     async def aclose(self) -> None:
         if self.inner is not None:
@@ -376,8 +605,18 @@ def _read_recording(path: Path) -> Completion:
         raise LLMError(f"recorded reply {path} is malformed (needs a 'text' field): delete it and record again") from None
 
 
-def make_llm(spec: str | None, *, client=None) -> LLM:
-    """Build a provider from a CLI spec: anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC, none."""
+def make_llm(spec: str | None, *, client=None, concurrency: int | None = None) -> LLM:
+    """Build a provider from a CLI spec: anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC, none.
+
+    `concurrency` caps the calls in flight to the LLM for everything sharing the provider (`LLM.limit`).
+    """
+    llm = _make_llm(spec, client=client)
+    if concurrency is not None:
+        llm.limit(concurrency)
+    return llm
+
+
+def _make_llm(spec: str | None, *, client=None) -> LLM:
     spec = (spec or "none").strip()
     kind, _, rest = spec.partition(":")
     kind = kind.lower()

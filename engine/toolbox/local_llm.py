@@ -14,6 +14,9 @@ Settings that matter on a small shared CPU (see ../shared/local-llm.md): `OMP_WA
 (set for the child), a thread count no larger than the cores (`threads`, default: all cores), one
 slot (`n_parallel=1`, so the whole context serves one prompt and its prefix is reused), greedy
 sampling when the caller asks for temperature 0. `examples/assemble_local_model.py` builds the GGUF.
+With `--llm-concurrency N` (`LLM.limit`) the server gets N slots of `n_ctx` tokens each, so N
+prompts are decoded together in one batch (faster per prompt on a GPU or many cores; on 2 cores
+about the same total speed).
 """
 from __future__ import annotations
 
@@ -47,7 +50,8 @@ class LocalLLM(OpenAICompatibleLLM):
     name = "local"
 
     def __init__(self, model_path: str | os.PathLike, *, threads: int | None = None, n_ctx: int = 4096,
-                 port: int | None = None, health_timeout: float = HEALTH_TIMEOUT, timeout: float = 600.0):
+                 port: int | None = None, health_timeout: float = HEALTH_TIMEOUT, timeout: float = 600.0,
+                 parallel: int = 1):
         path = Path(model_path).expanduser()
         if not path.is_file():
             raise LLMError(f"no model file at {path}: build it with `python examples/assemble_local_model.py {path}`")
@@ -60,6 +64,7 @@ class LocalLLM(OpenAICompatibleLLM):
         if self.threads < 1 or n_ctx < 256:
             raise LLMError(f"bad local model settings (threads={self.threads}, n_ctx={n_ctx}): threads >= 1, n_ctx >= 256")
         self.n_ctx = n_ctx
+        self.parallel = max(1, int(parallel))
         self.port = port or _free_port()
         self.health_timeout = health_timeout
         super().__init__(f"http://127.0.0.1:{self.port}", self.model_path.name, timeout=timeout)
@@ -73,8 +78,13 @@ class LocalLLM(OpenAICompatibleLLM):
         import xllamacpp
 
         return {"runtime": "xllamacpp", "runtime_version": getattr(xllamacpp, "__version__", "unknown"),
-                "model_file": self.model_path.name, "threads": self.threads, "n_ctx": self.n_ctx, "n_parallel": 1,
+                "model_file": self.model_path.name, "threads": self.threads, "n_ctx": self.n_ctx, "n_parallel": self.parallel,
                 "omp_wait_policy": "PASSIVE"}
+
+    def limit(self, concurrency: int | None) -> None:
+        """The gate's cap, and as many server slots (each of `n_ctx` tokens); before the server starts."""
+        super().limit(concurrency)
+        self.parallel = max(1, concurrency or 1)
 
     async def start(self) -> None:
         """Spawn the server (once) and wait until `/health` answers 200."""
@@ -82,7 +92,7 @@ class LocalLLM(OpenAICompatibleLLM):
             if self._process is not None and self._process.poll() is None:
                 return
             command = [sys.executable, "-m", "kgfed.engine.toolbox.local_llm", str(self.model_path), "--port", str(self.port),
-                       "--threads", str(self.threads), "--ctx", str(self.n_ctx)]
+                       "--threads", str(self.threads), "--ctx", str(self.n_ctx), "--parallel", str(self.parallel)]
             env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
             with open(self._log, "wb") as log:
                 self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -134,16 +144,16 @@ class LocalLLM(OpenAICompatibleLLM):
         await super().aclose()
 
 
-def serve(model: str, port: int, threads: int, n_ctx: int) -> None:
-    """Run llama.cpp's server on 127.0.0.1:PORT until SIGTERM (the child side of `LocalLLM`)."""
+def serve(model: str, port: int, threads: int, n_ctx: int, parallel: int = 1) -> None:
+    """Run llama.cpp's server on 127.0.0.1:PORT until SIGTERM (the child side of `LocalLLM`); `parallel` slots of `n_ctx`."""
     import xllamacpp as xlc
 
     params = xlc.CommonParams()
     params.model.path = model
     params.hostnames = ["127.0.0.1"]
     params.port = port
-    params.n_ctx = n_ctx
-    params.n_parallel = 1
+    params.n_ctx = n_ctx * parallel  # llama.cpp splits the context among the slots
+    params.n_parallel = parallel
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     params.n_batch = 512
@@ -162,5 +172,6 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--ctx", type=int, default=4096)
+    parser.add_argument("--parallel", type=int, default=1)
     options = parser.parse_args()
-    serve(options.model, options.port, options.threads, options.ctx)
+    serve(options.model, options.port, options.threads, options.ctx, options.parallel)
