@@ -348,12 +348,23 @@ class ResponseCache:
                     self._writer.start()
                 self._wakeup.notify()
 
+    def release(self) -> None:
+        """Close the calling thread's connection to the store (reopened on next use): no file stays open."""
+        release = getattr(self._store, "release", None)
+        if release is not None:
+            release()
+
+    def _flush_and_release(self) -> None:
+        self.flush()
+        self.release()
+
     def _run(self) -> None:
         while True:
             with self._wakeup:
                 while not self._queue and not self._closed:
                     self._wakeup.wait()
                 if not self._queue and self._closed:
+                    self.release()  # the writer's own connection
                     return
             time.sleep(self._linger)  # let a burst of answers join one transaction
             try:
@@ -614,6 +625,8 @@ class CachedEndpoint:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        if self.cache is not None and self.cache._queue:
-            await asyncio.to_thread(self.cache.flush)
+        if self.cache is not None:
+            if self.cache._queue:
+                await asyncio.to_thread(self.cache._flush_and_release)
+            self.cache.release()  # this (the loop's) thread's connection: a closed KG keeps no file open
         await self.inner.aclose()

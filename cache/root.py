@@ -211,11 +211,35 @@ class DiskStore:
     def flush(self) -> None:
         """Writes are committed when `set`/`set_many` return."""
 
-    def close(self) -> None:
+    def release(self) -> None:
+        """Close the calling thread's SQLite connection (diskcache keeps one per thread and opens it again
+        on the next use). A connection is only closed by its own thread, and one never closed stays open
+        until the garbage collector breaks its reference cycle: each thread that used the store calls this."""
         try:
             self.cache.close()
+        except self._errors:
+            pass
+
+    def close(self) -> None:
+        """Close this thread's connection and drop the diskcache object (other threads `release` theirs)."""
+        cache, self.cache = self.cache, _Closed(self.location)
+        try:
+            cache.close()
         except self._errors:  # closing releases the connections; nothing is lost by a failure here
             pass
+
+
+class _Closed:
+    """What a closed `DiskStore` holds instead of its diskcache: any use is a one-line error."""
+
+    def __init__(self, location: str):
+        self.location = location
+
+    def close(self) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        raise CacheError(f"the cache at {self.location} is closed: open it again")
 
 
 class RedisStore:

@@ -27,6 +27,12 @@ Resumable: each finished question appends its triples to `OUT.partial` and its r
 `OUT.questions.jsonl`; a re-run skips the questions already reported, and at the end (or on
 Ctrl-C) `OUT` is written sorted and de-duplicated, with the sidecar `OUT.json` (source endpoint,
 date, hops, caps, counts).
+
+Writes that survive (`harness.files`): journal lines are appended whole or not at all (a write that
+hits a full disk is cut back), a resume first cuts a torn last line (as `kgfed run` does), and `OUT`
+and its sidecar are replaced atomically, so `OUT` always parses. A full disk or an unwritable
+directory stops the extract with one line (`DiskError`) saying what was kept; freeing space and running
+the same command again finishes it, to the same file an uninterrupted extract writes.
 """
 from __future__ import annotations
 
@@ -47,11 +53,14 @@ from ...sparql import terms
 from ...sparql.dialects import NS, WDT, WIKIBASE, Dialect
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from ...sparql.results import SelectResult, Term
+from ...sparql.secrets import redact
+from .files import DiskError, LineLog, atomic_write, disk_error, drop_partial_line
 
 XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 _IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 FORMAT_VERSION = 1
 MAX_FAILURES_BEFORE_SUCCESS = 10  # a run whose first questions all fail is a broken setup, not bad luck
+interrupted_note: str | None = None  # what the last interrupted extract kept (the CLI prints it once)
 
 # Relations whose objects are types: kept outgoing, never followed backwards, objects not expanded.
 FREEBASE_TYPES = ("type.object.type", "common.topic.notable_types")
@@ -122,7 +131,7 @@ def write_topics(questions: str | os.PathLike, out: str | os.PathLike) -> int:
     from .datasets import load_dataset
 
     lines = [json.dumps({"id": q.id, "topics": q.topics}, ensure_ascii=False, sort_keys=True) for q in load_dataset(questions)]
-    _atomic_write(Path(out), "".join(line + "\n" for line in lines))
+    atomic_write(Path(out), "".join(line + "\n" for line in lines))
     return len(lines)
 
 
@@ -419,12 +428,6 @@ def _budget_batches(items: Sequence[tuple[str, str, int]], budget: int, size: in
 
 
 # -- the whole run: journal, report, sidecar -----------------------------------------------------------
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _sha256(path: Path) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
@@ -444,13 +447,13 @@ class Journal:
                 path.unlink(missing_ok=True)
         self.reports: dict[str, dict[str, Any]] = {}
         self._check_settings()
-        self._load_reports()
         try:
             self.out.parent.mkdir(parents=True, exist_ok=True)
-            self._partial = open(self.partial, "a", encoding="utf-8")
-            self._reports = open(self.reports_path, "a", encoding="utf-8")
         except OSError as exc:
-            raise KgfedError(f"cannot write {exc.filename}: {exc.strerror}") from None
+            raise disk_error(exc, self.out.parent) from None
+        self._load_reports()
+        self._partial = LineLog(self.partial)  # both cut a torn last line (a full disk, a kill -9) first
+        self._reports = LineLog(self.reports_path)
 
     def _check_settings(self) -> None:
         if not self.sidecar.exists() and not self.reports_path.exists():
@@ -466,24 +469,22 @@ class Journal:
     def _load_reports(self) -> None:
         if not self.reports_path.exists():
             return
-        data = self.reports_path.read_bytes()
-        if data and not data.endswith(b"\n"):  # a kill -9 mid-line: that question is redone
-            self.reports_path.write_bytes(data[:data.rfind(b"\n") + 1])
+        drop_partial_line(self.reports_path)  # a kill -9 or a full disk mid-line: that question is redone
         for line in self.reports_path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 record = json.loads(line)
                 self.reports[record["id"]] = record
 
     def add(self, fetched: Fetched) -> None:
-        """Append one finished question (triples first, then its report: the report marks it done)."""
-        self._partial.write("".join(line + "\n" for line in sorted(fetched.lines)))
-        self._partial.flush()
-        self._reports.write(json.dumps(fetched.report, ensure_ascii=False, sort_keys=True) + "\n")
-        self._reports.flush()
+        """Append one finished question (triples first, then its report: the report marks it done).
+        Each append is whole or nothing (`LineLog`); a question whose report could not be written is redone."""
+        self._partial.append("".join(line + "\n" for line in sorted(fetched.lines)))
+        self._reports.append(json.dumps(fetched.report, ensure_ascii=False, sort_keys=True) + "\n")
         self.reports[fetched.id] = fetched.report
 
     def finalize(self, extra: dict[str, Any]) -> dict[str, Any]:
-        """Write OUT (sorted, de-duplicated: the journal plus an earlier OUT) and the sidecar."""
+        """Write OUT (sorted, de-duplicated: the journal plus an earlier OUT) and the sidecar, each atomically.
+        A failure (`DiskError`) leaves the journal as it was, so the next run finishes the job."""
         self._partial.close()
         self._reports.close()
         lines: set[str] = set()
@@ -491,7 +492,7 @@ class Journal:
             if path.exists():
                 with open(path, encoding="utf-8") as fh:
                     lines.update(line.rstrip("\n") for line in fh if line.endswith(" .\n"))
-        _atomic_write(self.out, "".join(line + "\n" for line in sorted(lines)))
+        atomic_write(self.out, "".join(line + "\n" for line in sorted(lines)))
         self.partial.unlink(missing_ok=True)
         subjects = {line.split(" ", 1)[0] for line in lines}
         reports = list(self.reports.values())
@@ -507,7 +508,7 @@ class Journal:
                        "partial_answers": sum(r["partial"] for r in reports)},
             **extra,
         }
-        _atomic_write(self.sidecar, json.dumps(sidecar, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+        atomic_write(self.sidecar, json.dumps(sidecar, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
         return sidecar
 
 
@@ -555,7 +556,12 @@ class Bar:
 async def extract(kg, topics: Sequence[Topics], out: str | os.PathLike, *, hops: int, caps: Caps | None = None,
                   source: str = "", parallel: int = 4, fresh: bool = False, descriptions: bool = False,
                   progress: bool = True, topics_file: str | os.PathLike | None = None) -> dict[str, Any]:
-    """Extract every question not yet in `out`'s journal; write `out` and its sidecar; return the sidecar."""
+    """Extract every question not yet in `out`'s journal; write `out` and its sidecar; return the sidecar.
+
+    A journal write that fails (full disk) stops the extract: the questions in flight are cancelled, what
+    is journaled is kept, and a `DiskError` says so (with the failed questions, if any)."""
+    global interrupted_note
+    interrupted_note = None
     if parallel < 1:
         raise KgfedError("--parallel must be at least 1")
     extractor = Extractor(kg, hops, caps, descriptions=descriptions)
@@ -576,7 +582,7 @@ async def extract(kg, topics: Sequence[Topics], out: str | os.PathLike, *, hops:
             async with limit:
                 fetched = await extractor.question(t)
         except KgfedError as exc:  # not journaled: the next run retries it
-            failures[t.id] = str(exc).splitlines()[0]
+            failures[t.id] = redact(str(exc).splitlines()[0])
             if not new and len(failures) >= MAX_FAILURES_BEFORE_SUCCESS:
                 raise KgfedError(f"the first {len(failures)} questions all failed (first: {next(iter(failures.values()))}): "
                                  "check the endpoint with kgfed doctor and run again") from None
@@ -585,11 +591,15 @@ async def extract(kg, topics: Sequence[Topics], out: str | os.PathLike, *, hops:
         new += 1
         bar.add(fetched.report)
 
+    stopped: BaseException | None = None
     try:
         with Bar(len(todo), progress) as bar:
-            await asyncio.gather(*(one(t, bar) for t in todo))
+            await _all_or_first_error([one(t, bar) for t in todo])
     except (asyncio.CancelledError, KeyboardInterrupt):
         interrupted = True
+        raise
+    except BaseException as exc:
+        stopped = exc
         raise
     finally:
         stats = kg.stats
@@ -598,8 +608,32 @@ async def extract(kg, topics: Sequence[Topics], out: str | os.PathLike, *, hops:
                  "run": {"new_questions": new, "failed": len(failures), "failures": dict(list(failures.items())[:20]),
                          "interrupted": interrupted, "seconds": round(time.perf_counter() - started, 3),
                          **{k: stats.get(k, 0) - stats_before.get(k, 0) for k in ("queries", "cache_hits", "sent")}}}
-        sidecar = journal.finalize(extra)
-        if interrupted:
-            print(f"kgfed: interrupted: {len(journal.reports)} questions kept in {journal.out} (run again to resume)",
-                  file=sys.stderr)
+        kept = f"{len(journal.reports)} questions kept in {journal.partial if journal.partial.exists() else journal.out}"
+        failed = (f"; {len(failures)} question(s) failed (first: {next(iter(failures.items()))[0]}: "
+                  f"{next(iter(failures.values()))})" if failures else "")
+        try:
+            sidecar = journal.finalize(extra)
+        except DiskError as exc:  # the disk is still full: the journal is whole, the next run finishes OUT
+            if stopped is None and not interrupted:
+                raise DiskError(f"{exc}; {kept}{failed}: run the same command again to finish") from None
+            if interrupted:
+                interrupted_note = f"interrupted: {kept}; {exc} (run again to resume)"
+        else:
+            kept = f"{len(journal.reports)} questions kept in {journal.out}"
+        if interrupted and interrupted_note is None:
+            interrupted_note = f"interrupted: {kept} (run again to resume)"
+        if isinstance(stopped, DiskError):  # said once, with what was kept and what failed
+            raise DiskError(f"{stopped}; {kept}{failed}: run the same command again to resume") from None
     return sidecar
+
+
+async def _all_or_first_error(jobs: list) -> None:
+    """Run `jobs` concurrently; on the first error (or a cancellation) cancel the rest, wait for them, re-raise it."""
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

@@ -462,13 +462,7 @@ class Output:
         os.replace(tmp, self.costs_path)
 
 
-def _drop_partial_line(path: Path) -> None:
-    """Cut a last line left unfinished by a killed run (whole lines are written, but a kill -9 ...)."""
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        print(f"kgfed: warning: {path}: dropping an unfinished last line (it is redone)", file=sys.stderr)
-        path.write_bytes(data[:cut])
+from .files import drop_partial_line as _drop_partial_line  # noqa: E402  (shared with `extract`)
 
 
 # -- progress and figures ----------------------------------------------------------------------------
