@@ -21,6 +21,8 @@ import warnings
 
 __version__ = "0.2.0"
 
+__all__ = ["__version__", "MOVED", "REMOVED_IN", "moved_message"]
+
 REMOVED_IN = "0.3.0"  # the next minor release after the one that moved them
 
 # old module path -> its new home(s), the first being the main one
