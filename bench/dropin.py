@@ -17,11 +17,26 @@ client process's CPU per query (load-independent: the server's time is not in it
 
     python -m bench.dropin                       # starts a Virtuoso over cwq_subgraph.nt
     python -m bench.dropin --questions 20 --repeat 5 --url http://127.0.0.1:8890/sparql
+
+`--workload distinct` has no repeat at all, so no cache can help: N distinct 1-hop queries (ToG's
+head-relation, tail-relation and tail-entity strings for the CWQ topics and their neighbours, in
+standard SPARQL) against a local Oxigraph server, each through `SPARQLWrapper(url)` as ToG sends
+it, the genuine library against the cold drop-in (an empty cache directory, each answer stored) and
+the drop-in with its cache off, interleaved, `--repeat` rounds (the order rotates); it reports the
+median wall time and the cold drop-in's ratio to the genuine library's.
+
+`--workload httpserver` is the same against Python's `http.server` (HTTP/1.1 keep-alive, Nagle's
+algorithm on, answers written as headers then body): the case where a kept-alive client waited
+~40 ms per query for a delayed ACK.
+
+    python -m bench.dropin --workload distinct --queries 300 --repeat 3      # starts an Oxigraph
+    python -m bench.dropin --workload httpserver --queries 300 --repeat 3
 """
 from __future__ import annotations
 
 import argparse
 import json
+import threading
 import statistics
 import tempfile
 import time
@@ -33,7 +48,8 @@ import SPARQLWrapper as genuine_package
 
 from kgfed.engine.kg import sync
 
-from .tog_pattern import load_topics, start_server, tog_explore
+from .tog_pattern import (load_topics, sparql_head_relations, sparql_tail_entities_extract, sparql_tail_relations,
+                          start_server, tog_explore)
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -124,21 +140,170 @@ def markdown(row: dict) -> str:
     return "\n".join(lines)
 
 
+# ---- no repeats: N distinct 1-hop queries ---------------------------------------------------------------
+def distinct_queries(url: str, n: int) -> list[str]:
+    """N distinct 1-hop queries in ToG's strings (standard SPARQL): relations both ways, then tail entities."""
+    import SPARQLWrapper as genuine
+
+    from kgfed.sparql.dialects import NS
+    from kgfed.sparql.rewrite import to_standard_sparql
+
+    def rows(query: str, var: str) -> list[str]:
+        sparql = genuine.SPARQLWrapper(url)
+        sparql.setQuery(query)
+        sparql.setReturnFormat(genuine.JSON)
+        return [b[var]["value"].removeprefix(NS) for b in sparql.query().convert()["results"]["bindings"]]
+
+    queries: list[str] = []
+    seen: set[str] = set()
+    frontier = [e for topic in load_topics(200) for e in topic]
+    while frontier and len(queries) < n:
+        entity = frontier.pop(0)
+        if entity in seen:
+            continue
+        seen.add(entity)
+        out = to_standard_sparql(sparql_head_relations % entity)
+        queries += [out, to_standard_sparql(sparql_tail_relations % entity)]
+        for relation in sorted(set(rows(out, "relation")))[:2]:
+            query = to_standard_sparql(sparql_tail_entities_extract % (entity, relation))
+            queries.append(query)
+            frontier += [x for x in rows(query, "tailEntity") if x.startswith("m.")][:2]
+    queries = list(dict.fromkeys(queries))[:n]
+    if len(queries) < n:
+        raise SystemExit(f"only {len(queries)} distinct queries found; ask for fewer with --queries")
+    return queries
+
+
+def run_queries(url: str, queries: list[str], cls) -> tuple[float, float, list]:
+    """(wall s, process CPU s, answers) for the queries sent one by one, as ToG sends them.
+
+    Wall stops when the last answer is converted, as a caller sees it; CPU includes the drop-in's
+    cache writer up to the end of its last batch (flushed after the wall clock stopped).
+    """
+    from SPARQLWrapper import JSON
+
+    answers = []
+    cpu, started = time.process_time(), time.perf_counter()
+    for query in queries:
+        sparql = cls(url)
+        sparql.setQuery(query)
+        sparql.setReturnFormat(JSON)
+        answers.append(sparql.query().convert())
+    wall = time.perf_counter() - started
+    sync.flush_cache()
+    return wall, time.process_time() - cpu, answers
+
+
+def measure_distinct(url: str, queries: list[str], repeat: int) -> dict:
+    """Genuine vs cold drop-in vs cache off on queries that never repeat, interleaved, `repeat` rounds."""
+    ways = ("genuine", "cold", "cache off")
+    walls: dict[str, list[float]] = {w: [] for w in ways}
+    cpus: dict[str, list[float]] = {w: [] for w in ways}
+    reference = None
+    run_queries(url, queries[:20], genuine_package.Wrapper.SPARQLWrapper)  # unmeasured: the server is warm,
+    run_queries(url, queries[:20], drop_in(cache=False))  # and this thread's client exists, for everyone
+    for i in range(repeat):
+        with tempfile.TemporaryDirectory() as cache_dir:
+            runs = {"genuine": genuine_package.Wrapper.SPARQLWrapper, "cold": drop_in(cache_dir=cache_dir),
+                    "cache off": drop_in(cache=False)}
+            sync._runtime().cache(sync._cache_directory(cache_dir))  # created (one-off SQLite set-up) untimed, empty
+            sent = sync.stats()["requests"]
+            for way in ways[i % 3:] + ways[:i % 3]:
+                wall, cpu, answers = run_queries(url, queries, runs[way])
+                reference = reference or answers
+                assert answers == reference, f"{way} answered differently from the genuine library"
+                walls[way].append(wall)
+                cpus[way].append(cpu)
+            assert sync.stats()["requests"] - sent == 2 * len(queries), "the cold drop-in must send every query"
+    row: dict = {"workload": "distinct", "queries": len(queries), "repeat": repeat}
+    for way in ways:
+        median = statistics.median(walls[way])
+        row[way] = {"wall_s": round(median, 3), "ms_per_query": round(1000 * median / len(queries), 3),
+                    "cpu_ms_per_query": round(1000 * statistics.median(cpus[way]) / len(queries), 3),
+                    "walls": [round(w, 3) for w in walls[way]]}
+    row["cold_vs_genuine"] = round(row["cold"]["wall_s"] / row["genuine"]["wall_s"], 3)
+    row["paired_cold_vs_genuine"] = round(statistics.median(c / g for c, g in zip(walls["cold"], walls["genuine"])), 3)
+    row["paired_off_vs_genuine"] = round(statistics.median(
+        c / g for c, g in zip(walls["cache off"], walls["genuine"])), 3)
+    return row
+
+
+def markdown_distinct(row: dict) -> str:
+    lines = ["| way | wall s (median) | ms / query | vs genuine | client CPU ms / query | walls |",
+             "|---|---:|---:|---:|---:|---|"]
+    for way in ("genuine", "cold", "cache off"):
+        r = row[way]
+        lines.append(f"| {way} | {r['wall_s']:.3f} | {r['ms_per_query']:.3f} | {r['wall_s'] / row['genuine']['wall_s']:.2f}× | "
+                     f"{r['cpu_ms_per_query']:.3f} | {', '.join(f'{w:.3f}' for w in r['walls'])} |")
+    return "\n".join(lines)
+
+
+@contextmanager
+def nagle_http_server(url: str):
+    """Python's http.server (HTTP/1.1, Nagle on: headers and body in two writes) relaying `url`'s answers."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.request import Request, urlopen
+
+    class Relay(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:
+            return None
+
+        def do_GET(self) -> None:
+            with urlopen(Request(url + "?" + self.path.partition("?")[2], headers={"Accept": self.headers["Accept"]})) as r:
+                body, content_type = r.read(), r.headers["Content-Type"]
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/sparql"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m bench.dropin", description=__doc__.splitlines()[0])
-    parser.add_argument("--url", help="an existing Virtuoso loaded with cwq_subgraph.nt (default: start one)")
+    parser.add_argument("--workload", choices=["tog", "distinct", "httpserver"], default="tog",
+                        help="tog: ToG's loop on Virtuoso (default); distinct: N queries that never repeat, on Oxigraph; "
+                             "httpserver: the same through Python's http.server")
+    parser.add_argument("--url", help="an existing server loaded with cwq_subgraph.nt (default: start one)")
     parser.add_argument("--questions", type=int, default=20, help="CWQ questions whose topics are explored (default 20)")
     parser.add_argument("--width", type=int, default=3)
     parser.add_argument("--depth", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=5, help="interleaved repetitions; medians are reported (default 5)")
+    parser.add_argument("--queries", type=int, default=300, help="distinct queries (--workload distinct/httpserver)")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="interleaved repetitions; medians are reported (default 5 for tog, 3 otherwise)")
     args = parser.parse_args(argv)
+    OUT.mkdir(exist_ok=True)
+    if args.workload != "tog":
+        repeat = args.repeat or 3
+        with nullcontext(args.url) if args.url else start_server("oxigraph") as url:
+            queries = distinct_queries(url, args.queries)
+            with nagle_http_server(url) if args.workload == "httpserver" else nullcontext(url) as target:
+                row = measure_distinct(target, queries, repeat)
+        row["workload"] = args.workload
+        (OUT / f"dropin_{args.workload}.json").write_text(json.dumps(row, indent=2))
+        print(markdown_distinct(row))
+        print(f"\n{row['queries']} distinct queries per run, {repeat} interleaved rounds; cold / genuine = "
+              f"{row['cold_vs_genuine']} (median of paired ratios {row['paired_cold_vs_genuine']}; cache off "
+              f"{row['paired_off_vs_genuine']})")
+        verdict = "yes" if row["cold_vs_genuine"] <= 1.0 else "NO (rerun at lower load, or more --repeat)"
+        print(f"cold drop-in not slower than the genuine library: {verdict}")
+        return row
     topics = load_topics(args.questions)
     with (nullcontext(args.url) if args.url else start_server("virtuoso")) as url:
-        row = measure(url, topics, args.width, args.depth, args.repeat)
-    OUT.mkdir(exist_ok=True)
+        row = measure(url, topics, args.width, args.depth, args.repeat or 5)
     (OUT / "dropin.json").write_text(json.dumps(row, indent=2))
     print(markdown(row))
-    print(f"\n{row['queries']} queries per run, {args.repeat} runs each; cold / genuine = {row['cold_vs_genuine']} "
+    print(f"\n{row['queries']} queries per run, {args.repeat or 5} runs each; cold / genuine = {row['cold_vs_genuine']} "
           f"(median of paired ratios {row['paired_cold_vs_genuine']}; cache off {row['paired_off_vs_genuine']})")
     verdict = "yes" if row["paired_cold_vs_genuine"] <= 1.0 else "NO (rerun at lower load, or more --repeat)"
     print(f"cold drop-in not slower than the genuine library: {verdict}")

@@ -403,13 +403,13 @@ def test_the_cache_can_be_switched_off_and_moved(echo, tmp_path, monkeypatch):
             sync.flush_cache()
         return _Echo.hits["echo"] - before
 
-    assert sent(cache_dir=tmp_path / "mine") == 1 and (tmp_path / "mine" / "cache.db").exists()
+    assert sent(cache_dir=tmp_path / "mine") == 1 and (tmp_path / "mine" / sync._RawCache.FILE).exists()
     assert sent(cache=False) == 3
     monkeypatch.setenv("KGFED_NO_CACHE", "1")
     assert sent() == 3 and sent(cache=True, cache_dir=tmp_path / "mine") == 0  # the flag beats the variable
     monkeypatch.delenv("KGFED_NO_CACHE")
     monkeypatch.setenv("KGFED_CACHE_DIR", str(tmp_path / "env"))
-    assert sent() == 1 and (tmp_path / "env" / "sparqlwrapper" / "cache.db").exists()
+    assert sent() == 1 and (tmp_path / "env" / "sparqlwrapper" / sync._RawCache.FILE).exists()
 
 
 # ---- the module is the genuine module's twin ------------------------------------------------------------
@@ -618,3 +618,14 @@ def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_stored_or_shown
     assert stored and b"s3cr3t" not in stored and b"YW5uOnMzY3IzdC1wdw" not in stored and b"ann:" not in stored
     error = raised("http://ann:s3cr3t-pw@127.0.0.1:9/sparql")
     assert isinstance(error, urllib.error.URLError) and "s3cr3t" not in str(error) and "127.0.0.1:9" in str(error)
+
+
+def test_a_cache_directory_that_cannot_be_made_costs_a_warning_not_the_answers(echo, tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    before = _Echo.hits.get("echo", 0)
+    with pytest.warns(RuntimeWarning, match="cannot keep answers in .*a-file.*KGFED_NO_CACHE"):
+        first = ask(sync, f"{echo}/echo", "SELECT ?seen WHERE { ?s ?p ?seen } LIMIT 3", cache_dir=blocked / "cache")
+    assert first == ask(genuine, f"{echo}/echo", "SELECT ?seen WHERE { ?s ?p ?seen } LIMIT 3")
+    assert ask(sync, f"{echo}/echo", "SELECT ?seen WHERE { ?s ?p ?seen } LIMIT 3", cache_dir=blocked / "cache") == first
+    assert _Echo.hits["echo"] - before == 3  # every query sent: nothing could be kept

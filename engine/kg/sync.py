@@ -54,6 +54,7 @@ import marshal
 import os
 import queue
 import socket
+import sqlite3
 import threading
 import time
 import urllib.error
@@ -303,71 +304,100 @@ Entry = tuple[int, list[tuple[str, str]], bytes]  # status, headers, body: what 
 
 
 class _RawCache:
-    """diskcache of raw answers: checked and encoded by the caller, stored by a writer thread in batches.
+    """Raw answers in one SQLite table (WAL): read on the caller's thread, checked and written by a writer.
 
-    `put` validates the body on the caller's thread (a SPARQL-JSON parse, as `convert()` does) and
-    queues it as compact bytes (`marshal`, stored by SQLite as they are); the writer waits up to
-    `linger` seconds (or `batch_size` answers) after the first queued answer, so a run pays one
-    transaction per batch, and it holds the GIL only between SQLite calls. A queued answer is served
-    to a repeat at once.
+    The caller's whole share of a cold query is a primary-key lookup (a few µs on its own connection;
+    diskcache's `get` took 50-250 µs) and, after the answer, a dict insert and a queue put. The writer
+    thread waits `linger` seconds after the first queued answer (or `batch_size` answers), then checks
+    each body (a complete SPARQL-JSON document of the query's form; refused ones are dropped), encodes
+    it (`marshal`) and stores the batch with one `executemany` in one transaction. An answer still
+    queued is served to a repeat at once, checked first. Several processes may share the directory
+    (SQLite locking, a 30 s busy timeout); a failing disk costs a warning, never an answer.
     """
 
-    linger, batch_size = 0.05, 512
+    linger, batch_size = 0.2, 2048
+    FILE = "answers-v3.sqlite3"  # the layout's version is in the name: an older layout is never read
 
     def __init__(self, directory: Path):
-        import diskcache
-
         self.directory = directory
-        self._cache = diskcache.Cache(str(directory))
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / self.FILE
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        writer = self._connect()  # created (and the table) here, so a read-only place fails at once
+        writer.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID")
+        writer.commit()
         self._queue: queue.Queue = queue.Queue()
-        self._pending: dict[str, bytes] = {}
-        self._writer = threading.Thread(target=self._write_loop, name="kgfed-sync-cache", daemon=True)
+        self._closing = threading.Event()
+        self._pending: dict[str, tuple[Entry, str]] = {}
+        self._writer = threading.Thread(target=self._write_loop, args=(writer,), name="kgfed-sync-cache", daemon=True)
         self._writer.start()
 
-    def get(self, key: str) -> Entry | None:
-        blob = self._pending.get(key)
-        if blob is None:
-            blob = self._cache.get(key)
-        if not isinstance(blob, bytes):
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        with self._lock:
+            self._connections.append(connection)
+        return connection
+
+    def _reader(self) -> sqlite3.Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = self._connect()
+        return connection
+
+    def get(self, key: str, query_type: str) -> Entry | None:
+        queued = self._pending.get(key)
+        if queued is not None:  # a repeat of an answer not yet written: checked as the writer would
+            entry, kind = queued
+            return entry if kind == query_type and complete_document(entry[2], kind) else None
+        try:
+            row = self._reader().execute("SELECT value FROM answers WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:  # a locked or damaged file: a miss, the query is sent
+            return None
+        if row is None:
             return None
         try:
-            status, headers, body = marshal.loads(blob)
-        except (ValueError, EOFError, TypeError):  # another layout or a damaged value: a miss
+            status, headers, body = marshal.loads(row[0])
+        except (ValueError, EOFError, TypeError):  # a damaged value: a miss
             return None
         return status, headers, body
 
-    def put(self, key: str, entry: Entry, query_type: str) -> bool:
-        """Queue `entry` if its body is a complete document of the query's form; False when refused."""
-        if not complete_document(entry[2], query_type):
-            return False
-        blob = marshal.dumps(entry)
-        self._pending[key] = blob
-        self._queue.put((key, blob))
-        return True
+    def put(self, key: str, entry: Entry, query_type: str) -> None:
+        """Queue `entry` for the writer, which stores it if its body is a complete document of the query's form."""
+        self._pending[key] = (entry, query_type)
+        self._queue.put(key)
 
-    def _write_loop(self) -> None:
+    def _write_loop(self, connection: sqlite3.Connection) -> None:
         while True:
             batch = [self._queue.get()]
             if batch[0] is not None:
-                time.sleep(self.linger)  # sleeping, not waiting on the queue: later puts wake nobody
+                self._closing.wait(self.linger)  # not waiting on the queue: later puts wake nobody; close() does
             while batch[-1] is not None and len(batch) < self.batch_size:  # gather: one transaction per batch
                 try:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            items = [item for item in batch if item is not None]
+            taken = {key: self._pending.get(key) for key in batch if key is not None}
+            rows = []
+            for key, queued in taken.items():
+                if queued is not None and complete_document(queued[0][2], queued[1]):
+                    rows.append((key, marshal.dumps(queued[0])))
+                time.sleep(0)  # let a caller whose answer just arrived have the GIL now, not at the switch interval
             try:
-                if items:
-                    with self._cache.transact():
-                        for key, blob in items:
-                            self._cache.set(key, blob)
-            except Exception as exc:  # noqa: BLE001 - a full disk must not stop the answers
-                warnings.warn(f"kgfed: the drop-in's cache in {self.directory} could not store {len(items)} answers "
+                if rows:
+                    with connection:  # one transaction
+                        connection.execute("BEGIN")
+                        connection.executemany("INSERT OR REPLACE INTO answers (key, value) VALUES (?, ?)", rows)
+            except (sqlite3.Error, OSError) as exc:  # a full disk must not stop the answers
+                warnings.warn(f"kgfed: the drop-in's cache in {self.directory} could not store {len(rows)} answers "
                               f"({exc}); answers are still returned, free space or set KGFED_NO_CACHE=1", RuntimeWarning)
             finally:
-                for key, blob in items:
-                    if self._pending.get(key) is blob:
-                        del self._pending[key]
+                for key, queued in taken.items():
+                    if self._pending.get(key) is queued:  # not replaced meanwhile by a newer answer
+                        self._pending.pop(key, None)
                 for _ in batch:
                     self._queue.task_done()
             if None in batch:
@@ -378,9 +408,15 @@ class _RawCache:
         self._queue.join()
 
     def close(self) -> None:
+        """Write what is queued (at once, no linger: the process is exiting) and close the file."""
+        self._closing.set()
         self._queue.put(None)
         self._writer.join(30)
-        self._cache.close()
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            with contextlib.suppress(sqlite3.Error):
+                connection.close()
 
 
 def cache_key(method: str, url: str, body: bytes | None, headers: dict[str, str]) -> str:
@@ -591,13 +627,20 @@ class _Runtime:
         self.clients: list[_ThreadClient] = []
         self.background: tuple[_LoopThread, _PoliteClient] | None = None
         self.slots: dict[str, threading.BoundedSemaphore] = {}
-        self.caches: dict[Path, _RawCache] = {}
+        self.caches: dict[Path, _RawCache | None] = {}
         self.lock = threading.Lock()
 
-    def cache(self, directory: Path) -> _RawCache:
+    def cache(self, directory: Path) -> _RawCache | None:
+        """The cache in `directory`; None (and one warning) when it cannot be opened: answers go uncached."""
         with self.lock:
             if directory not in self.caches:
-                self.caches[directory] = _RawCache(directory)
+                try:
+                    self.caches[directory] = _RawCache(directory)
+                except (OSError, sqlite3.Error) as exc:
+                    warnings.warn(f"kgfed: the drop-in cannot keep answers in {directory} ({exc}); queries are sent "
+                                  "uncached: give a writable cache_dir= or KGFED_CACHE_DIR, or set KGFED_NO_CACHE=1",
+                                  RuntimeWarning, stacklevel=4)
+                    self.caches[directory] = None
             return self.caches[directory]
 
     def _own(self) -> _ThreadClient:
@@ -651,7 +694,8 @@ class _Runtime:
                     runner.close()
         finally:
             for cache in self.caches.values():
-                cache.close()
+                if cache is not None:
+                    cache.close()
 
 
 async def _exchange(client: HttpClient, method: str, url: str, body: bytes | None, headers: dict[str, str],
@@ -712,7 +756,8 @@ def flush_cache() -> None:
     """Wait until every answer queued for the drop-in's caches is on disk (tests, benchmarks)."""
     if _RUNTIME is not None:
         for cache in list(_RUNTIME.caches.values()):
-            cache.flush()
+            if cache is not None:
+                cache.flush()
 
 
 def _cache_enabled(cache: bool | None) -> bool:
@@ -800,8 +845,9 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
         cache = key = None
         if self.kgfed_cache_dir is not None and self.returnFormat == JSON and self.queryType in (SELECT, ASK):
             cache = runtime.cache(self.kgfed_cache_dir)
+        if cache is not None:
             key = cache_key(method, url, body, headers)
-            hit = cache.get(key)
+            hit = cache.get(key, self.queryType)
             if hit is not None:
                 status, stored_headers, stored_body = hit
                 return _Response(url, status, stored_headers, stored_body), self.returnFormat
