@@ -299,3 +299,22 @@ def test_a_run_whose_cache_fills_up_still_answers_and_reports_its_failures(tmp_p
     a = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
     b = [json.loads(line) for line in (tmp_path / "b.jsonl").read_text().splitlines()]
     assert [(r["question"], r["results"]) for r in a] == [(r["question"], r["results"]) for r in b] and len(a) > 10
+
+
+def test_a_run_whose_output_disk_fills_up_names_what_failed_and_resumes(tmp_path, tiny_disk, capsys):
+    qs = questions(tmp_path, 30)
+    argv = ["run", str(qs), "--method", f"{HERE}:FirstRelation", "--param", "fail_below=3", "--kg", "freebase",
+            "--endpoint", f"freebase=file:{need(CWQ_NT)}", "--no-progress", "--llm", "none", "--cache-dir", str(tmp_path / "cache")]
+    assert main([*argv, "--out", str(tmp_path / "a.jsonl")]) == 1
+    reference = capsys.readouterr()
+    out = tiny_disk.path / "b.jsonl"
+    assert main([*argv, "--param", f"fill={tiny_disk.path}", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("kgfed: error: cannot write ") and "No space left on device" in err
+    assert "question(s) failed (first: " in err and "run the same command again" in err, err
+    (tiny_disk.path / "filler").unlink()
+    assert main([*argv, "--out", str(out)]) == 1  # resumed: the failing questions fail again, the rest is written
+    again = capsys.readouterr()
+    assert [line for line in again.err.splitlines() if "question(s) failed" in line] == \
+        [line for line in reference.err.splitlines() if "question(s) failed" in line]
+    assert out.read_text(encoding="utf-8") == (tmp_path / "a.jsonl").read_text(encoding="utf-8")

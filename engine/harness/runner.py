@@ -688,13 +688,31 @@ async def run(spec: RunSpec, questions: Sequence[Question], out: str | Path, *, 
         if terminated():
             raise KeyboardInterrupt from None
         raise  # asyncio.run turns the cancellation into KeyboardInterrupt once its loop is shut down cleanly
+    except OSError as exc:  # the journal could not be appended (a full disk)
+        raise _disk_full(exc, output, tally) from None
     finally:
         _restore_sigterm()
-        output.finalize()
+        try:
+            output.finalize()
+        except OSError as exc:  # a full disk: say what is kept and which questions failed (never hidden)
+            if not interrupted:
+                raise _disk_full(exc, output, tally) from None
         if interrupted:
             global interrupted_note
             interrupted_note = _interrupted_note(output, tally, terminated())
     return summarize(output, questions, tally, len(questions) - len(todo))
+
+
+def _disk_full(exc: OSError, output: Output, tally: Tally) -> KgfedError:
+    """The one-line error of a run whose files could not be written: what is kept, what failed, the fix."""
+    from .files import disk_error
+
+    for tmp in (output.path, output.costs_path):  # a half-written replacement takes space and is never read
+        tmp.with_name(f".{tmp.name}.{os.getpid()}.tmp").unlink(missing_ok=True)
+    first = next(iter(tally.failures.items()), None)
+    failed = f"; {len(tally.failures)} question(s) failed (first: {first[0]}: {first[1]})" if first else ""
+    return disk_error(exc, exc.filename or output.path,
+                      f"free space, then run the same command again to resume ({tally.done} new answers kept{failed})")
 
 
 def _interrupted_note(output: Output, tally: Tally, sigterm: bool) -> str:
