@@ -104,9 +104,7 @@ class HttpEndpoint:
             fields["default-graph-uri"] = self.default_graph
         if timeout_ms and self.server in SENDS_TIMEOUT:
             fields["timeout"] = str(timeout_ms)  # Virtuoso's anytime limit
-        headers = {"Accept": ACCEPT}
-        if self._authorization:
-            headers["Authorization"] = self._authorization
+        headers = self.request_headers()
         self.requests += 1
         if len(query) <= self.post_threshold:
             response = await self.client.request("GET", self.url, params=fields, headers=headers)
@@ -129,6 +127,17 @@ class HttpEndpoint:
             result.note = (f"result cut at the server's cap of {response.headers['X-SPARQL-MaxRows']} rows "
                            "(ResultSetMaxRows): add LIMIT/OFFSET paging")
         return result
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers every request to this endpoint carries: `Accept`, and the URL's credentials as
+        `Authorization: Basic` (for code that sends its own requests to `url`, e.g. `kgfed doctor`)."""
+        headers = {"Accept": ACCEPT}
+        if self._authorization:
+            headers["Authorization"] = self._authorization
+        return headers
+
+    def __repr__(self) -> str:  # never the Authorization value
+        return f"HttpEndpoint({self.name!r}, server={self.server!r})"
 
     async def aclose(self) -> None:  # the client is shared and closed by its owner
         return None

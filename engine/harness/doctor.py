@@ -47,7 +47,9 @@ class Report:
     """The checks done so far, in order."""
 
     def __init__(self, spec: str):
-        self.data: dict[str, Any] = {"endpoint": spec, "checks": []}
+        from ...sparql.secrets import strip_credentials
+
+        self.data: dict[str, Any] = {"endpoint": strip_credentials(spec), "checks": []}  # never a URL's password
 
     def add(self, check: str, status: str, detail: str, **extra: Any) -> None:
         self.data["checks"].append({"check": check, "status": status, "detail": detail, **extra})
@@ -130,7 +132,7 @@ async def _reachable(report: Report, endpoint, http) -> bool:
     try:
         response, seconds = await _timed(lambda: http.client.request(
             "GET", http.url, params={"query": "ASK {}", **({"default-graph-uri": http.default_graph} if http.default_graph else {})},
-            headers={"Accept": ACCEPT}))
+            headers=http.request_headers()))
     except KgfedError as exc:
         report.add("reachable", "fail", str(exc))
         return False
@@ -246,7 +248,7 @@ async def _row_cap(report: Report, http) -> None:
     if http.default_graph:
         params["default-graph-uri"] = http.default_graph
     try:
-        response = await http.client.request("GET", http.url, params=params, headers={"Accept": ACCEPT})
+        response = await http.client.request("GET", http.url, params=params, headers=http.request_headers())
         rows = len(parse_sparql_json(response.body, source="row probe").rows) if response.status < 400 else None
     except KgfedError as exc:
         report.add("row cap", "warn", f"could not probe: {exc}")
@@ -278,7 +280,7 @@ async def _partial(report: Report, http) -> None:
         params["default-graph-uri"] = http.default_graph
     try:
         response, seconds = await _timed(lambda: asyncio.wait_for(
-            http.client.request("GET", http.url, params=params, headers={"Accept": ACCEPT}), ANYTIME_SECONDS))
+            http.client.request("GET", http.url, params=params, headers=http.request_headers()), ANYTIME_SECONDS))
     except asyncio.TimeoutError:
         report.add("partial answers", "warn", f"Virtuoso ran a query past {ANYTIME_SECONDS:.0f} s despite timeout={ANYTIME_MS} "
                    "(anytime queries off?): long template queries may hang; set MaxQueryExecutionTime")

@@ -235,7 +235,9 @@ class Runtime:
         try:
             result = await self.method.answer(question.text, await self.named_topics(question))
         except Exception as exc:  # one bad question must not end a run of thousands
-            return Answered(question.id, None, {}, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            from ...sparql.secrets import redact  # the error text goes to the summary, stderr and --json
+
+            return Answered(question.id, None, {}, f"{type(exc).__name__}: {redact(str(exc).splitlines()[0]) if str(exc) else ''}")
         return Answered(question.id, to_prediction(question, result, fmt), dict(result.cost))
 
 
