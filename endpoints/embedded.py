@@ -2,22 +2,38 @@
 
 Its `name` (what the response cache keys on) ends in a hash of the files' *contents*, taken when the
 store is loaded: a changed file is a different endpoint, so old cache entries are never served for it.
+
+Two paths. kgfed's own 1-hop templates run in process (inline or in a thread): they are bounded by
+construction and a thread hop is the whole cost. A query written by an untrusted caller (the MCP
+`sparql` tool) runs inside `with bounded(timeout=..., memory_mb=...)`: it goes to a small pool of
+worker processes (`QueryWorkers`, `oxiworker`) that each hold a copy of the store, loaded once. pyoxigraph
+cannot interrupt a running query, so a query past its timeout, or whose caller gave up, is ended by
+killing its worker (its memory is freed with it) and a fresh worker is started in the background; a
+worker's address space is capped (`RLIMIT_AS`) at what the load left it plus `memory_mb`.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import logging
 import os
+import struct
+import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyoxigraph as ox
 
-from ..sparql.errors import Closed, EndpointError, UnknownEndpoint
-from ..sparql.results import RDF_LANG_STRING, SelectResult, Term, ask_result
+from ..sparql.errors import Closed, EndpointError, EndpointTimeout, UnknownEndpoint
+from ..sparql.results import RDF_LANG_STRING, SelectResult, Term, ask_result, parse_sparql_json
+
+log = logging.getLogger("kgfed.embedded")
 
 _FORMATS = {
     ".nt": ox.RdfFormat.N_TRIPLES,
@@ -125,6 +141,7 @@ class EmbeddedEndpoint:
         self._load_lock = threading.Lock()
         self.inline_below = inline_below
         self._typical = inline_below  # moving average of template query time (s); starts at the threshold
+        self._workers: QueryWorkers | None = None
 
     @property
     def name(self) -> str:
@@ -178,11 +195,15 @@ class EmbeddedEndpoint:
         return None, error
 
     async def select(self, query: str) -> SelectResult:
-        """The answer, computed in a worker thread; a 1-hop template query (it has a VALUES block) runs
+        """The answer: inside `bounded(...)` from a killable worker process (see the module docstring),
+        else computed in a worker thread; a 1-hop template query (it has a VALUES block) runs
         inline while such queries take under `inline_below` seconds (3 ms) on average: handing a 0.1 ms query
         to a thread costs more than running it (the thread hop measured 0.2-0.5 ms on a busy 2-core machine)."""
         if self._closed:
             raise Closed(f"{self.name} is closed: open a new KG")
+        limits = _BOUNDS.get()
+        if limits is not None:
+            return await self._workers_for(limits).select(query, limits.timeout)
         template = "VALUES" in query
         if template and self._store is not None and self._typical < self.inline_below:
             return self._timed(query)
@@ -196,6 +217,194 @@ class EmbeddedEndpoint:
         finally:
             self._typical = 0.8 * self._typical + 0.2 * (time.perf_counter() - started)
 
+    def _workers_for(self, limits: "Bounds") -> "QueryWorkers":
+        workers = self._workers
+        if workers is None or workers.memory_mb != limits.memory_mb or workers.size != limits.workers:
+            if workers is not None:
+                workers.close()
+            source = self.paths if self.paths else None
+            workers = self._workers = QueryWorkers(source, store=None if source else self.store, size=limits.workers,
+                                                   memory_mb=limits.memory_mb, name=self.name)
+        return workers
+
     async def aclose(self) -> None:
         self._closed = True
         self._pool.shutdown(wait=False)
+        if self._workers is not None:
+            await self._workers.aclose()
+
+
+# -- bounded queries in killable worker processes --------------------------------------------------
+@dataclass(frozen=True)
+class Bounds:
+    """Limits of an untrusted caller's query: seconds, extra memory of its worker, workers per store."""
+
+    timeout: float = 60.0
+    memory_mb: int = 1024
+    workers: int = 2
+
+
+_BOUNDS: ContextVar[Bounds | None] = ContextVar("kgfed_embedded_bounds", default=None)
+
+
+@contextlib.contextmanager
+def bounded(timeout: float = 60.0, memory_mb: int = 1024, workers: int = 2) -> Iterator[Bounds]:
+    """Queries an embedded store gets inside this block run in a killable worker process under these limits
+    (tasks started inside inherit it). HTTP endpoints ignore it: the server and `--timeout` bound them."""
+    limits = Bounds(float(timeout), int(memory_mb), max(1, int(workers)))
+    token = _BOUNDS.set(limits)
+    try:
+        yield limits
+    finally:
+        _BOUNDS.reset(token)
+
+
+class _Worker:
+    """One `oxiworker` child process and its pipes."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, note: str):
+        self.proc = proc
+        self.note = note
+
+    async def ask(self, query: str) -> tuple[bytes, bytes]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        payload = query.encode("utf-8")
+        self.proc.stdin.write(b"Q" + struct.pack(">I", len(payload)) + payload)
+        await self.proc.stdin.drain()
+        head = await self.proc.stdout.readexactly(5)
+        return head[:1], await self.proc.stdout.readexactly(struct.unpack(">I", head[1:])[0])
+
+    def kill(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+
+class QueryWorkers:
+    """`size` worker processes holding the same store; a query past its time (or abandoned) kills its worker.
+
+    Workers start lazily, load the files once (the CWQ fixture's 25k triples: about 0.5 s including the
+    interpreter) and are replaced in the background when one is killed or dies.
+    """
+
+    def __init__(self, paths: Sequence[str] | None, *, store: ox.Store | None = None, size: int = 2,
+                 memory_mb: int = 1024, name: str = "the embedded store"):
+        self.paths = list(paths or [])
+        self._dump = None if self.paths else store.dump(format=ox.RdfFormat.N_QUADS) if store is not None else b""
+        self.size = size
+        self.memory_mb = memory_mb
+        self.name = name
+        self._idle: asyncio.Queue[_Worker] | None = None
+        self._all: set[_Worker] = set()
+        self._starting: set[asyncio.Task] = set()
+        self._closed = False
+        self.stats = {"started": 0, "killed": 0, "died": 0}
+        self.load_seconds: list[float] = []
+
+    async def _spawn(self) -> _Worker:
+        started = time.perf_counter()
+        args = [sys.executable, "-m", "kgfed.endpoints.oxiworker", str(self.memory_mb), *(self.paths or ["-"])]
+        proc = await asyncio.create_subprocess_exec(*args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.DEVNULL)
+        worker = _Worker(proc, "")
+        self._all.add(worker)
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            if self._dump is not None:
+                proc.stdin.write(b"D" + struct.pack(">I", len(self._dump)) + self._dump)
+                await proc.stdin.drain()
+            head = await proc.stdout.readexactly(5)
+            worker.note = (await proc.stdout.readexactly(struct.unpack(">I", head[1:])[0])).decode()
+        except BaseException:
+            worker.kill()
+            self._all.discard(worker)
+            raise
+        self.stats["started"] += 1
+        self.load_seconds.append(time.perf_counter() - started)
+        log.debug("query worker %d for %s: %s", proc.pid, self.name, worker.note)
+        return worker
+
+    def _replace(self) -> None:
+        """Start a worker in the background and put it in the idle queue."""
+        if self._closed:
+            return
+
+        async def start() -> None:
+            try:
+                worker = await self._spawn()
+            except (OSError, asyncio.IncompleteReadError) as exc:
+                log.warning("could not start a query worker for %s: %s", self.name, exc)
+                return
+            if self._closed:
+                worker.kill()
+                return
+            assert self._idle is not None
+            self._idle.put_nowait(worker)
+
+        task = asyncio.get_running_loop().create_task(start())
+        self._starting.add(task)
+        task.add_done_callback(self._starting.discard)
+
+    def _ensure(self) -> asyncio.Queue[_Worker]:
+        if self._idle is None:
+            self._idle = asyncio.Queue()
+            for _ in range(self.size):
+                self._replace()
+        return self._idle
+
+    async def select(self, query: str, timeout: float) -> SelectResult:
+        """The answer from a worker within `timeout` seconds (waiting for a free worker included)."""
+        if self._closed:
+            raise Closed(f"{self.name} is closed: open a new KG")
+        idle = self._ensure()
+        worker: _Worker | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                worker = await idle.get()
+                kind, payload = await worker.ask(query)
+        except TimeoutError:
+            if worker is None:
+                raise EndpointTimeout(f"every query worker of the embedded store was busy for {timeout:g} s: "
+                                      "try again, or raise --timeout") from None
+            self._discard(worker, "killed")
+            raise EndpointTimeout(f"the query ran over {timeout:g} s and was stopped: narrow it (a LIMIT, fewer "
+                                  "joins, a bounded path) or raise --timeout") from None
+        except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError):
+            assert worker is not None
+            code = await worker.proc.wait()
+            self._discard(worker, "died")
+            raise EndpointError(f"the query needed more than the {self.memory_mb} MB query memory ceiling and was "
+                                f"stopped (worker exit {code}): narrow it (a LIMIT, fewer joins, a bounded path) "
+                                "or raise --query-memory") from None
+        except BaseException:  # the caller gave up (cancelled): its query must not run on
+            if worker is not None:
+                self._discard(worker, "killed")
+            raise
+        idle.put_nowait(worker)
+        if kind == b"E":
+            raise EndpointError(payload.decode("utf-8", "replace"))
+        return parse_sparql_json(payload, source=self.name)
+
+    def _discard(self, worker: _Worker, why: str) -> None:
+        worker.kill()
+        self._all.discard(worker)
+        self.stats[why] += 1
+        self._replace()
+
+    def pids(self) -> list[int]:
+        return [w.proc.pid for w in self._all if w.proc.returncode is None]
+
+    def close(self) -> None:
+        """Kill every worker now (no waiting)."""
+        self._closed = True
+        for task in list(self._starting):
+            task.cancel()
+        for worker in list(self._all):
+            worker.kill()
+
+    async def aclose(self) -> None:
+        self.close()
+        for worker in list(self._all):
+            with contextlib.suppress(Exception):
+                await worker.proc.wait()
+        self._all.clear()

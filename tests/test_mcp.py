@@ -225,7 +225,9 @@ async def test_stdio_lists_every_tool_with_schemas_and_calls_them_on_the_demo_kg
         # pyoxigraph would fetch a SERVICE itself: on a file store none is allowed, not even WDQS's label service
         message = await refused(client, "sparql", kg="wikidata",
                                 query='SELECT ?l WHERE { SERVICE wikibase:label { bd:serviceParam wikibase:language "en" } }')
-        assert "nothing from a local file store" in message
+        assert "allows no SERVICE" in message
+        assert "which KG? give kg as one of freebase, wikidata" in await refused(client, "sparql", query="ASK { ?s ?p ?o }", kg="")
+        assert "unknown KG" in await refused(client, "sparql", query="ASK { ?s ?p ?o }", kg="nope")
 
         kgs = json.loads((await client.read_resource("kgfed://kgs")).contents[0].text)
         assert [k["name"] for k in kgs] == ["freebase", "wikidata"] and kgs[1]["stats"]["queries"] > 0
@@ -320,11 +322,16 @@ async def test_sparql_is_read_only_and_hostile_ids_never_reach_the_endpoint():
                       "SELECT * WHERE { { SELECT ?s WHERE { SERVICE <http://169.254.169.254/> { ?s ?p ?o } } } }"):
             assert "SERVICE" in await refused(client, "sparql", query=query)
         assert not endpoint.seen, [s.query for s in endpoint.seen]
-        # SERVICE to this server's own endpoint host and WDQS built-ins are allowed through to the endpoint
+        # the endpoint's host on another port, and WDQS built-ins on an endpoint that is not WDQS, are refused
         for query in (f"SELECT ?o WHERE {{ SERVICE <http://{host}:1/sparql> {{ <{WD}Q42> <{WDT}P19> ?o }} }}",
                       'SELECT ?l WHERE { SERVICE wikibase:label { bd:serviceParam wikibase:language "en" } }'):
-            assert (await call(client, "sparql", query=query))["rows"] == []
-            assert endpoint.seen and endpoint.seen[-1].query.startswith(query)
+            assert "SERVICE" in await refused(client, "sparql", query=query)
+        assert not endpoint.seen, [s.query for s in endpoint.seen]
+        # a SERVICE to the endpoint's own origin (scheme, host and port) goes through, as the tokens judged
+        origin = endpoint.url.rsplit("/", 1)[0]
+        query = f"SELECT ?o WHERE {{ SERVICE <{origin}/sparql> {{ <{WD}Q42> <{WDT}P19> ?o }} }}"
+        assert (await call(client, "sparql", query=query))["rows"] == []
+        assert endpoint.seen and endpoint.seen[-1].query.startswith(f"SELECT ?o WHERE {{ SELECT ?o WHERE {{ SERVICE <{origin}/sparql>")
         for entity, relation in (("Q42> } ; DROP ALL #", "P69"), ("Q42", "P69> ?x } INSERT DATA { <a:b> <a:c> <a:d> } #"),
                                  ('m.0abc" .', "P19"), ("Q42\nDELETE", "P19")):
             message = await refused(client, "neighbors", entity=entity, relation=relation)
@@ -341,6 +348,11 @@ async def test_sparql_is_read_only_and_hostile_ids_never_reach_the_endpoint():
         select = await call(client, "sparql", query="SELECT ?s WHERE { ?s ?p ?o }", max_rows=5)
         assert select["truncated"] and select["row_count"] == 5
         assert endpoint.seen[-1].query.rstrip().endswith("LIMIT 6")  # the row cap reached the endpoint
+        # a trailing VALUES cannot undo the cap: the whole query is wrapped under it
+        values = await call(client, "sparql", query=f"SELECT ?s ?o WHERE {{ ?s ?p ?o }} VALUES ?s {{ <{WD}Q42> }}", max_rows=2)
+        assert values["truncated"] and values["row_count"] == 2
+        assert endpoint.seen[-1].query.endswith("VALUES ?s { <http://www.wikidata.org/entity/Q42> } } LIMIT 3")
+        assert "unknown argument limit" in await refused(client, "sparql", query="ASK { ?s ?p ?o }", limit=3)
     assert len(store) == before and updates == []
 
 

@@ -5,7 +5,8 @@
     kgfed mcp --transport http --port 8765 --kg freebase,wikidata \\
         --endpoint freebase=file:fb.nt --endpoint wikidata=file:wd.nt --replay session.yaml --offline
 
-The `mcp` SDK (extra `mcp`) is imported only when the command runs; see docs/mcp.md.
+The `mcp` SDK (extra `mcp`) is imported only when the command runs; see docs/mcp.md. The `sparql` tool's
+queries on a file store run in killable worker processes bounded by `--timeout` and `--query-memory`.
 """
 from __future__ import annotations
 
@@ -28,6 +29,11 @@ def register(command, add_source_options, add_cache_options) -> None:
                    help="LLM calls in flight at once for all ask tool calls together (default: no cap of kgfed's own)")
     p.add_argument("--text-source", help="text of the context tool: wikipedia | demo | file:PATH.jsonl "
                                          "(default: wikipedia beside a live endpoint, else the demo extracts)")
+    p.add_argument("--query-memory", type=int, default=1024, metavar="MB",
+                   help="sparql tool on a file store: memory one query may use on top of the loaded store, in MB "
+                        "(default 1024; the query's worker process is ended past it)")
+    p.add_argument("--query-workers", type=int, default=2, metavar="N",
+                   help="sparql tool: queries run at once (and worker processes per file store; default 2)")
     add_kg_options(p)
     add_alignment_options(p)
     add_cache_options(p)
@@ -43,6 +49,10 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
 
     if not 0 < args.port < 65536:
         raise KgfedError(f"--port {args.port} is not a TCP port: give 1-65535")
+    if not 64 <= args.query_memory <= 1 << 20:
+        raise KgfedError(f"--query-memory {args.query_memory} MB is out of range: give 64-1048576")
+    if not 1 <= args.query_workers <= 16:
+        raise KgfedError(f"--query-workers {args.query_workers} is out of range: give 1-16")
     if importlib.util.find_spec("mcp") is None:
         raise KgfedError("the MCP SDK is not installed: pip install 'kgfed[mcp]'")
     specs = kg_specs(args)  # validate --kg/--endpoint before anything starts
@@ -53,4 +63,5 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
     return await serve(ServerOptions(kgs=tuple(specs), http=http_options(args), cache=cache_options(args),
                                      align=AlignOptions.from_options(vars(args)),
                                      llm=args.llm, llm_concurrency=args.llm_concurrency,
-                                     text_source=args.text_source, transport=args.transport, port=args.port))
+                                     text_source=args.text_source, transport=args.transport, port=args.port,
+                                     query_memory_mb=args.query_memory, query_workers=args.query_workers))

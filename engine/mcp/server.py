@@ -12,12 +12,15 @@ cost (SPARQL queries, cache hits, requests sent), and returns structured content
 direction) plus a compact text for the model. Every `KgfedError` becomes an MCP tool error carrying
 kgfed's one-line message; anything else becomes one line naming the exception, never a traceback.
 
-The `sparql` tool is read-only by construction: the query is parsed with rdflib's SPARQL 1.1 parser
-(not pattern-matched), updates (INSERT/DELETE/LOAD/CLEAR/...) and CONSTRUCT/DESCRIBE are refused,
-every `SERVICE` must name a WDQS built-in service (`wikibase:label`, `wikibase:mwapi`, ...) or the host
-of a configured endpoint, and a row cap is enforced (a `LIMIT` is added when the query has none;
-longer answers are truncated with a note). It goes through the response cache and the
-`--partial` policy like every lookup.
+The `sparql` tool is read-only by construction (`kgfed.sparql.guard`): the query is cut into the SPARQL
+grammar's own tokens and judged on them, and the store is sent exactly those tokens, so no comment, line
+end or escape can hide an update, a FROM clause or a SERVICE from the guard. A SERVICE may reach only the
+queried KG's own endpoint origin (scheme, host and port) and, on WDQS, its built-in services; the whole
+query is wrapped under `LIMIT max_rows+1`. On a local file store the query runs in a killable worker
+process under `--timeout` and `--query-memory` (`endpoints.embedded.bounded`), and `sparql` calls have a
+semaphore of their own, so a heavy query cannot hold up the other tools' 1-hop lookups. It goes through
+the response cache and the `--partial` policy like every lookup. Everything shown to a client (the
+instructions, `kgfed://kgs`, tool errors) passes through `kgfed.sparql.secrets.redact`.
 
 This module imports the `mcp` SDK at top level: import it only from the `kgfed mcp` handler.
 """
@@ -42,22 +45,21 @@ from pydantic_core import to_jsonable_python
 from ...cache.costs import track
 from ...sparql.dialects import COMPOUND_SEP
 from ...sparql.errors import InvalidIdentifier, KgfedError
+from ...sparql.guard import (BUILTIN_SERVICE_PREFIX, MAX_QUERY_CHARS, WDQS_PREFIXES,  # noqa: F401 (re-exported)
+                             ServicePolicy, analyse, check_read_only)
+from ...sparql.secrets import redact
 from ..config import AlignOptions, CacheOptions, HttpOptions, KGSpec
 from ..federation.topics import topics_from_ids
 
 log = logging.getLogger("kgfed.mcp")
 
-MAX_ROWS = 200          # sparql: rows returned at most (the query gets LIMIT MAX_ROWS+1 when it has none)
-MAX_QUERY_CHARS = 20_000
+MAX_ROWS = 200          # sparql: rows returned at most (the query is wrapped under LIMIT max_rows+1)
 MAX_NEIGHBORS = 500     # neighbors: largest `limit` accepted
 MAX_HOPS = 3            # expand
 MAX_EXPAND_EDGES = 400  # expand: edges returned at most (the rest counted in a note)
 MAX_DEPTH = 4           # paths
 MAX_PATHS = 50
 MAX_IDS = 100           # labels / align: ids per call
-# WDQS built-in services are evaluated by the endpoint itself, not fetched from another host.
-BUILTIN_SERVICE_PREFIX = "http://wikiba.se/ontology#"
-WDQS_PREFIXES = {"wikibase": BUILTIN_SERVICE_PREFIX, "bd": "http://www.bigdata.com/rdf#"}
 
 Direction = Literal["out", "in", "both"]
 OneDirection = Literal["out", "in"]
@@ -293,6 +295,8 @@ class Engine:
         self._llm = None
         self._embedder = None
         self._lock = asyncio.Lock()
+        # the sparql tool's own lane: heavy user queries wait here, never in front of other tools' lookups
+        self._sparql_lane = asyncio.Semaphore(max(1, options.query_workers))
 
     @classmethod
     def open(cls, options: "ServerOptions") -> "Engine":
@@ -303,18 +307,20 @@ class Engine:
     async def aclose(self) -> None:
         from ..config import close_kgs
 
-        for closer in (getattr(self._text, "aclose", None), getattr(self._llm, "aclose", None),
-                       getattr(self._text_client, "aclose", None)):
-            if closer is not None:
-                await closer()
-        await close_kgs(self.kgs)
+        try:
+            for closer in (getattr(self._text, "aclose", None), getattr(self._llm, "aclose", None),
+                           getattr(self._text_client, "aclose", None)):
+                if closer is not None:
+                    await closer()
+        finally:
+            await close_kgs(self.kgs)
 
     # -- KG choice ---------------------------------------------------------------------------------
     def pick(self, kg: str | None) -> dict[str, Any]:
         """The KG called `kg`, or all of them."""
         if kg is None or kg == "":
             return dict(self.kgs)
-        if kg not in self.kgs:
+        if not isinstance(kg, str) or kg not in self.kgs:
             raise KgfedError(f"unknown KG {_short(kg, 40)!r}: this server has {', '.join(self.kgs)}")
         return {kg: self.kgs[kg]}
 
@@ -337,7 +343,7 @@ class Engine:
         return found
 
     def describe(self) -> list[dict[str, Any]]:
-        return [{"name": name, "dialect": kg.dialect.name, "endpoint": kg.endpoint.name,
+        return [{"name": name, "dialect": kg.dialect.name, "endpoint": redact(kg.endpoint.name),
                  "ids": kg.dialect.id_forms,
                  "stats": dict(kg.stats)} for name, kg in self.kgs.items()]
 
@@ -555,7 +561,9 @@ class Engine:
                 "\n".join(lines))
 
     async def sparql(self, query: str, kg: str | None, max_rows: int, rewrite: bool) -> tuple[dict, str]:
-        if kg is None:
+        from ...endpoints.embedded import bounded
+
+        if kg is None or kg == "":
             if len(self.kgs) > 1:
                 raise KgfedError(f"which KG? give kg as one of {', '.join(self.kgs)}")
             kg = next(iter(self.kgs))
@@ -564,10 +572,12 @@ class Engine:
             from ...sparql.rewrite import to_standard_sparql
 
             query = to_standard_sparql(query)
-        remote = bool(getattr(graph.endpoint.inner, "url", None))  # an embedded store would fetch SERVICEs itself
-        checked = await asyncio.to_thread(check_read_only, query, self.service_hosts() if remote else set(), max_rows,
-                                          builtin_services=remote)
-        result = await graph.select(checked)
+        checked = analyse(query, self.service_policy(kg), max_rows).text  # pure and linear: no thread needed
+        options = self.options
+        timeout = options.query_timeout or options.http.timeout
+        async with self._sparql_lane:
+            with bounded(timeout=timeout, memory_mb=options.query_memory_mb, workers=options.query_workers):
+                result = await graph.select(checked)
         rows = result.rows[:max_rows]
         truncated = len(result.rows) > max_rows
         notes = []
@@ -583,12 +593,14 @@ class Engine:
         return data, text
 
     def service_hosts(self) -> set[str]:
-        hosts = set()
-        for g in self.kgs.values():
-            url = getattr(g.endpoint.inner, "url", None)
-            if url:
-                hosts.add((urlsplit(url).hostname or "").lower())
-        return hosts - {""}
+        """Host names of this server's HTTP endpoints (kept for callers of the old guard)."""
+        return {h for g in self.kgs.values() for h, _ in _http_parts(g.endpoint.inner) if h}
+
+    def service_policy(self, kg: str) -> ServicePolicy:
+        """What a SERVICE in a query on `kg` may reach: that KG's own endpoint origin(s) (scheme, host and port;
+        nothing for a local file store, which would fetch a service itself) and WDQS's built-in services on WDQS."""
+        parts = _http_parts(self.kgs[kg].endpoint.inner)
+        return ServicePolicy.for_urls([p.url for _, p in parts], builtins=any(p.server == "wdqs" for _, p in parts))
 
     async def ask(self, question: str, method: str, topics: Sequence[str] | None, width: int | None, depth: int | None) -> tuple[dict, str]:
         if not question.strip():
@@ -603,6 +615,17 @@ class Engine:
         lines += [f"path: {t}" for t in result.path_texts()[:10]]
         lines.append("cost: " + ", ".join(f"{k}={v:g}" for k, v in sorted(result.cost.items())))
         return data, "\n".join(lines)
+
+
+def _http_parts(endpoint: Any) -> list[tuple[str, Any]]:
+    """(host, HttpEndpoint) of an endpoint's HTTP parts (a split-graph endpoint has several; a file store none)."""
+    parts = getattr(endpoint, "parts", None) or getattr(endpoint, "endpoints", None) or [endpoint]
+    out = []
+    for part in parts:
+        url = getattr(part, "url", None)
+        if isinstance(url, str) and url:
+            out.append(((urlsplit(url).hostname or "").lower(), part))
+    return out
 
 
 # -- paths in a merged subgraph --------------------------------------------------------------------
@@ -657,86 +680,11 @@ def _path(merged, a: str, b: str, start: int, edge_path) -> PathOut:
     return PathOut(source=a, target=b, length=len(steps), steps=steps, text=" ".join(parts))
 
 
-# -- the read-only SPARQL guard --------------------------------------------------------------------
-def check_read_only(query: str, hosts: set[str], max_rows: int, *, builtin_services: bool = True) -> str:
-    """The query to send (a LIMIT added when it has none), or one-line KgfedError when it is not a safe read.
-
-    `hosts`: the hosts a SERVICE may name; `builtin_services`: whether WDQS's built-in services
-    (`wikibase:label`, `wikibase:mwapi`, ...) may be used (only an HTTP endpoint evaluates them itself).
-    """
-    from pyparsing import ParseException
-    from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
-    from rdflib.plugins.sparql.parserutils import CompValue
-
-    if not query or not query.strip():
-        raise KgfedError("empty query: give a SPARQL SELECT or ASK")
-    if len(query) > MAX_QUERY_CHARS:
-        raise KgfedError(f"query of {len(query)} characters: keep it under {MAX_QUERY_CHARS}")
-    try:
-        parsed = parseQuery(query)
-    except ParseException as exc:
-        try:
-            parseUpdate(query)
-        except ParseException:
-            raise KgfedError(f"not valid SPARQL 1.1 (line {exc.lineno}, column {exc.column}): {_short(exc.msg, 100)}; "
-                             "Virtuoso-dialect gold queries: pass rewrite=true") from None
-        raise KgfedError("SPARQL updates (INSERT, DELETE, LOAD, CLEAR, CREATE, DROP, ...) are refused: "
-                         "this tool is read-only, give a SELECT or ASK") from None
-    except Exception as exc:  # rdflib raises plain exceptions for some malformed IRIs/literals
-        raise KgfedError(f"not valid SPARQL 1.1 ({type(exc).__name__}: {_short(str(exc), 100)})") from None
-    prologue, body = parsed[0], parsed[1]
-    if body.name not in ("SelectQuery", "AskQuery"):
-        kind = body.name.replace("Query", "").upper()
-        raise KgfedError(f"{kind} queries are refused: this tool returns rows, give a SELECT or ASK")
-    prefixes = dict(WDQS_PREFIXES)
-    for decl in prologue:
-        if getattr(decl, "name", None) == "PrefixDecl":
-            prefixes[str(decl.get("prefix") or "")] = str(decl["iri"])
-        elif getattr(decl, "name", None) == "Base":
-            raise KgfedError("BASE declarations are refused: write full IRIs or PREFIX declarations")
-
-    def services(node: Any):
-        if isinstance(node, CompValue):
-            if node.name == "ServiceGraphPattern":
-                yield node["term"]
-            for value in node.values():
-                yield from services(value)
-        elif isinstance(node, (list, tuple)) or type(node).__name__ == "ParseResults":
-            for value in node:
-                yield from services(value)
-
-    for term in services(body):
-        if isinstance(term, CompValue) and term.name == "pname":
-            prefix = str(term.get("prefix") or "")
-            if prefix not in prefixes:
-                raise KgfedError(f"SERVICE {prefix}:{term.get('localname') or ''} uses an undeclared prefix: declare it or write the IRI")
-            iri = prefixes[prefix] + str(term.get("localname") or "")
-        elif type(term).__name__ == "URIRef":
-            iri = str(term)
-        else:
-            raise KgfedError("SERVICE with a variable endpoint is refused: name the service IRI")
-        if iri.startswith(BUILTIN_SERVICE_PREFIX) and builtin_services:
-            continue
-        host = (urlsplit(iri).hostname or "").lower()
-        if host not in hosts or iri.startswith(BUILTIN_SERVICE_PREFIX):
-            allowed = f"this server's endpoints ({', '.join(sorted(hosts))}) or WDQS built-in services" if builtin_services \
-                else "nothing from a local file store"
-            raise KgfedError(f"SERVICE <{_short(iri, 80)}> is refused: federated queries may only reach {allowed}")
-    has_limit = "limitoffset" in body and "limit" in body["limitoffset"]
-    if body.name == "SelectQuery" and not has_limit and "valuesClause" not in body:
-        limited = f"{query.rstrip()}\nLIMIT {max_rows + 1}"
-        try:
-            parseQuery(limited)
-        except Exception:  # e.g. a trailing clause after which LIMIT cannot go: truncate client-side only
-            return query
-        return limited
-    return query
-
-
 # -- the MCP server --------------------------------------------------------------------------------
 def _one_line(exc: BaseException) -> str:
+    """The first line of an error, secrets (URL credentials, tokens) masked."""
     text = str(exc).splitlines()[0] if str(exc) else ""
-    return text
+    return redact(text)
 
 
 async def _guard(name: str, call: Callable[[], Awaitable[tuple[dict, str]]]) -> CallToolResult:
@@ -807,6 +755,14 @@ class KgfedMCP(MCPServer):
     """MCPServer whose argument-validation errors are one line too (pydantic's span several)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None and isinstance(arguments, dict):
+            known = set((tool.parameters or {}).get("properties", {}))
+            unknown = sorted(str(k) for k in arguments if k not in known)
+            if unknown:
+                raise ToolError(f"Error executing tool {_short(name, 40)}: unknown argument"
+                                f"{'s' if len(unknown) > 1 else ''} {_short(', '.join(unknown), 120)}: "
+                                f"this tool takes {', '.join(sorted(known)) or 'no arguments'}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -820,7 +776,7 @@ class KgfedMCP(MCPServer):
 
 def build_server(engine: Engine) -> MCPServer:
     """An MCPServer whose tools, resources and prompt call `engine`."""
-    kg_list = ", ".join(f"{n} ({g.dialect.name}: {g.endpoint.name})" for n, g in engine.kgs.items())
+    kg_list = redact(", ".join(f"{n} ({g.dialect.name}: {g.endpoint.name})" for n, g in engine.kgs.items()))
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -1040,6 +996,9 @@ class ServerOptions:
     text_source: str | None = None  # None: Wikipedia beside a live endpoint, else the demo extracts
     transport: str = "stdio"  # or "http": streamable HTTP on 127.0.0.1:`port`
     port: int = 8765
+    query_timeout: float | None = None  # sparql on a file store: seconds per query (None: http.timeout, i.e. --timeout)
+    query_memory_mb: int = 1024  # sparql on a file store: memory a query's worker may add to the loaded store
+    query_workers: int = 2  # sparql: queries at once (and worker processes per file store)
 
 
 async def serve(options: ServerOptions) -> int:
@@ -1048,6 +1007,10 @@ async def serve(options: ServerOptions) -> int:
     try:
         server = build_server(engine)
         if options.transport == "stdio":
+            if sys.stdin.isatty():
+                print("kgfed: MCP server on stdio, waiting for an MCP client (an agent such as Claude Desktop/Code "
+                      "starts this command itself; --transport http serves a port instead; Ctrl-C stops it)",
+                      file=sys.stderr)
             await server.run_stdio_async()
         else:
             _check_port(options.port)
