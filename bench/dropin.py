@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import statistics
 import tempfile
 import time
@@ -238,35 +237,55 @@ def markdown_distinct(row: dict) -> str:
     return "\n".join(lines)
 
 
-@contextmanager
-def nagle_http_server(url: str):
-    """Python's http.server (HTTP/1.1, Nagle on: headers and body in two writes) relaying `url`'s answers."""
+def _serve_fixed(answers: dict[str, bytes], ready) -> None:
+    """Python's http.server (HTTP/1.1 keep-alive, Nagle on) answering each query with its stored body."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    from urllib.request import Request, urlopen
+    from urllib.parse import parse_qs, urlsplit
 
-    class Relay(BaseHTTPRequestHandler):
+    class Fixed(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def log_message(self, *args) -> None:
             return None
 
         def do_GET(self) -> None:
-            with urlopen(Request(url + "?" + self.path.partition("?")[2], headers={"Accept": self.headers["Accept"]})) as r:
-                body, content_type = r.read(), r.headers["Content-Type"]
+            body = answers[parse_qs(urlsplit(self.path).query)["query"][0]]
             self.send_response(200)
-            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Type", "application/sparql-results+json")
             self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
+            self.end_headers()  # the headers in one write, the body in another: Nagle holds the body
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Fixed)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ready.send(server.server_address[1])
+    server.serve_forever()
+
+
+@contextmanager
+def nagle_http_server(url: str, queries: list[str]):
+    """A child process serving `url`'s answers to `queries` from Python's http.server (no GIL shared with us)."""
+    import multiprocessing
+
+    import SPARQLWrapper as genuine
+
+    answers = {}
+    for query in queries:
+        sparql = genuine.SPARQLWrapper(url)
+        sparql.setQuery(query)
+        sparql.setReturnFormat(genuine.JSON)
+        answers[query] = sparql.query().response.read()
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_serve_fixed, args=(answers, send), daemon=True)
+    child.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/sparql"
+        if not receive.poll(30):
+            raise RuntimeError("the http.server child did not start")
+        yield f"http://127.0.0.1:{receive.recv()}/sparql"
     finally:
-        server.shutdown()
-        server.server_close()
+        child.terminate()
+        child.join(10)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -287,7 +306,7 @@ def main(argv: list[str] | None = None) -> dict:
         repeat = args.repeat or 3
         with nullcontext(args.url) if args.url else start_server("oxigraph") as url:
             queries = distinct_queries(url, args.queries)
-            with nagle_http_server(url) if args.workload == "httpserver" else nullcontext(url) as target:
+            with nagle_http_server(url, queries) if args.workload == "httpserver" else nullcontext(url) as target:
                 row = measure_distinct(target, queries, repeat)
         row["workload"] = args.workload
         (OUT / f"dropin_{args.workload}.json").write_text(json.dumps(row, indent=2))
