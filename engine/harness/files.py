@@ -15,6 +15,7 @@ that from reaching a result:
 """
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -26,9 +27,16 @@ class DiskError(KgfedError):
     """A file could not be written (full disk, read-only or unwritable directory): one line with the fix."""
 
 
-def disk_error(exc: OSError, path: str | os.PathLike, fix: str = "free space or choose another --out, then run again") -> DiskError:
-    """The one-line `DiskError` for an `OSError` met while writing `path`."""
+FIX = "free space or choose another --out"
+_NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def disk_error(exc: OSError, path: str | os.PathLike, fix: str = FIX) -> DiskError:
+    """The one-line `DiskError` for an `OSError` met while writing `path` (a read-only or forbidden
+    place gets "choose a writable --out" instead of the default fix)."""
     reason = exc.strerror or str(exc) or exc.__class__.__name__
+    if fix == FIX and exc.errno in _NOT_WRITABLE:
+        fix = "choose a writable --out"
     return DiskError(f"cannot write {path} ({reason}): {fix}")
 
 
@@ -52,7 +60,7 @@ def drop_partial_line(path: str | os.PathLike) -> int:
     return len(data) - cut
 
 
-def atomic_write(path: str | os.PathLike, text: str, fix: str = "free space or choose another --out, then run again") -> None:
+def atomic_write(path: str | os.PathLike, text: str, fix: str = FIX) -> None:
     """Replace `path` by `text` at once (a temporary file, then `os.replace`); on failure the old file stays."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -74,7 +82,7 @@ class LineLog:
     that fails midway (ENOSPC after part of the text went to disk) is cut back with `ftruncate`.
     """
 
-    def __init__(self, path: str | os.PathLike, fix: str = "free space or choose another --out, then run again"):
+    def __init__(self, path: str | os.PathLike, fix: str = FIX):
         self.path = Path(path)
         self.fix = fix
         drop_partial_line(self.path)
