@@ -117,11 +117,24 @@ class AdaptiveBatches:
         except Exception as exc:
             if not splittable(exc, self.partial_policy):
                 raise
+            if not isinstance(exc, OfflineMiss):  # which block timed out is not known: all are cut to the new size
+                self.stats["batch_timeouts"] += 1
+                if len(blocks) == 1 and len(blocks[0][1]) == 1:
+                    raise self._alone(blocks[0][1][0], exc) from None
+                self._shrink(max(len(block) for _, block in blocks))
             log.debug("%s: a block timed out (%s): asking block by block", self.name, first_line(str(exc)))
         else:
             return [(key, block, result) for (key, block), result in zip(blocks, results)]
         pieces = await _all([self._ask(endpoint, key, block, render) for key, block in blocks])
         return [piece for group in pieces for piece in group]
+
+    def _alone(self, item: Any, exc: BaseException) -> Exception:
+        """The error of one item that timed out alone: the same kind (a partial answer stays a
+        `PartialResult`, anything else is a `QueryTimeout`), naming the item."""
+        kind = PartialResult if isinstance(exc, PartialResult) else QueryTimeout
+        return kind(f"{self.name}: the query about {_show(item)} timed out even alone ({first_line(str(exc), 240)}): "
+                    "retry later, raise --timeout, or leave it out (answers about other items are kept in the cache)",
+                    status=getattr(exc, "status", None))
 
     async def _ask(self, endpoint, key: Hashable, items: Sequence, render) -> list[Piece]:
         if len(items) > self.size:  # a sibling's timeout already showed a block this large fails: cut it first
@@ -140,11 +153,8 @@ class AdaptiveBatches:
                                           self._ask(endpoint, key, items[middle:], render)])
                 return left + right
             self.stats["batch_timeouts"] += 1
-            if len(items) == 1:  # the same kind of error, naming the item (a partial answer stays a PartialResult)
-                kind = PartialResult if isinstance(exc, PartialResult) else QueryTimeout
-                raise kind(f"{self.name}: the query about {_show(items[0])} timed out even alone "
-                           f"({first_line(str(exc), 240)}): retry later, raise --timeout, or leave it out "
-                           "(answers about other items are kept in the cache)", status=getattr(exc, "status", None)) from None
+            if len(items) == 1:
+                raise self._alone(items[0], exc) from None
             self.stats["batch_splits"] += 1
             self._shrink(len(items))
             middle = (len(items) + 1) // 2
