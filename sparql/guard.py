@@ -18,8 +18,9 @@ a line feed; the SPARQL grammar, Oxigraph and Virtuoso also at a carriage return
    in no string, IRI, prefixed name or comment.
 3. The text sent is *those tokens*, re-joined by single spaces (comments dropped): the store parses
    exactly what was judged, whatever its own lexer would have made of the original's line ends.
-4. A SELECT is bounded: unless its own top-level ``LIMIT`` is small enough, the whole query is wrapped as
-   a sub-query under ``LIMIT max_rows+1``, so no later clause (a trailing ``VALUES``) can undo it.
+4. A SELECT is bounded: its top-level ``LIMIT`` is kept when it is at most max_rows+1, lowered to that
+   otherwise, or added where the grammar puts it (before a trailing ``VALUES``, which the SPARQL algebra
+   joins before the slice, so no later clause can undo the cap).
 5. Nesting deeper than `MAX_NESTING` brackets is refused in one line (a recursive parser would overflow).
 
 Full syntax is left to the store that runs the query (its error comes back as one line). pyoxigraph has no
@@ -286,42 +287,30 @@ def _services(body: list[Token], prefixes: Mapping[str, str], policy: ServicePol
     return found
 
 
-def _projection(body: list[Token]) -> list[str] | None:
-    """The variables a SELECT projects (None for `SELECT *`)."""
-    names: list[str] = []
-    k = 1
-    while k < len(body) and body[k].word in ("DISTINCT", "REDUCED"):
-        k += 1
-    base = body[0].depth
-    while k < len(body):
-        tok = body[k]
-        if tok.kind == "PUNCT" and tok.text == "*" and tok.depth == base:
-            return None
-        if tok.word == "WHERE" or (tok.kind == "PUNCT" and tok.text == "{" and tok.depth == base):
-            break
-        if tok.kind == "VAR" and (tok.depth == base or (k and body[k - 1].word == "AS")):
-            names.append(tok.text)
-        k += 1
-    return names
-
-
 def _bounded(prologue: list[Token], body: list[Token], max_rows: int, services: list[str]) -> Checked:
-    """A SELECT whose top-level LIMIT is at most max_rows+1: its own, or the whole query wrapped under one."""
+    """The SELECT with a top-level LIMIT of at most max_rows+1: its own when small enough, else one put in its
+    place or added where the grammar wants it, before a trailing VALUES (which the algebra joins *before* the
+    slice, so it cannot undo the cap). Only the outermost query's tokens are at bracket depth 0 after the WHERE
+    group, so a sub-query's LIMIT or an inline VALUES is never mistaken for them."""
     cap = max_rows + 1
-    text = " ".join(t.text for t in (*prologue, *body))
-    for k, tok in enumerate(body):
-        if tok.word == "LIMIT" and tok.depth == 0 and k + 1 < len(body) and body[k + 1].kind == "NUMBER":
-            try:
-                if 0 <= int(body[k + 1].text) <= cap:
-                    return Checked("SELECT", text, services, limited=False)
-            except ValueError:
-                pass
-            break
-    names = _projection(body)
-    head = "SELECT *" if names is None else "SELECT " + " ".join(dict.fromkeys(names))
-    inner = " ".join(t.text for t in body)
-    wrapped = " ".join(t.text for t in prologue) + f" {head} WHERE {{ {inner} }} LIMIT {cap}"
-    return Checked("SELECT", wrapped.strip(), services, limited=True)
+    out = [t.text for t in (*prologue, *body)]
+    shift = len(prologue)
+    where = next((k for k, t in enumerate(body) if t.kind == "PUNCT" and t.text == "{" and t.depth == 0), None)
+    if where is None:  # no WHERE group: not a query the store will run; it says why
+        return Checked("SELECT", " ".join(out), services)
+    tail = range(where + 1, len(body))
+    limit = next((k for k in tail if body[k].word == "LIMIT" and body[k].depth == 0), None)
+    if limit is not None and limit + 1 < len(body) and body[limit + 1].kind == "NUMBER":
+        try:
+            small = 0 <= int(body[limit + 1].text) <= cap
+        except ValueError:
+            small = False
+        if not small:
+            out[shift + limit + 1] = str(cap)
+        return Checked("SELECT", " ".join(out), services, limited=not small)
+    values = next((k for k in tail if body[k].word == "VALUES" and body[k].depth == 0), None)
+    out.insert(shift + values if values is not None else len(out), f"LIMIT {cap}")
+    return Checked("SELECT", " ".join(out), services, limited=True)
 
 
 def check_read_only(query: str, policy: ServicePolicy | set[str] | None = None, max_rows: int = 100, *,
