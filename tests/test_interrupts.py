@@ -8,6 +8,7 @@ ignore SIGINT for background jobs) and interrupted while the request is pending.
 """
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -75,3 +76,56 @@ def test_a_pending_model_call_does_not_hold_up_ctrl_c(tmp_path, slow_model, stop
     assert "interrupted" in err and "Traceback" not in err
     assert not SlowModel.release.is_set()  # it ended while the model still held the request open
     assert not out.exists() or out.read_text() == ""  # no answer was invented for the pending question
+
+
+# -- Ctrl-C at any moment of an LLM-free run: starting, loading the embedding model, answering ----------------
+def _mapped(pid: int, library: str) -> bool:
+    """Whether the process has loaded a shared library: `_asyncio` once kgfed's own code runs (Python's start-up
+    before it is the interpreter's), `libtorch` once the model load is under way."""
+    try:
+        return library in open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace").read()
+    except OSError:
+        return False
+
+
+def _answered(out) -> bool:
+    return out.exists() and out.stat().st_size > 0
+
+
+# (what to wait for, seconds after it): 2 while starting, 3 while the model loads, 3 while answering
+MOMENTS = [("start", 0.0), ("start", 0.5), ("torch", 0.0), ("torch", 0.7), ("torch", 2.0),
+           ("answer", 0.0), ("answer", 0.4), ("answer", 1.5)]
+
+
+@pytest.mark.parametrize("phase, after", MOMENTS, ids=[f"{p}+{a}s" for p, a in MOMENTS])
+def test_ctrl_c_at_any_moment_exits_130_and_says_so_at_once(tmp_path, phase, after):
+    """Every Ctrl-C ends with 130, its acknowledgement first on stderr and what was kept last; never torch's
+    'terminate called without an active exception' (exit 134) from encoder threads, never a traceback."""
+    import time
+
+    out = tmp_path / "preds.jsonl"
+    argv = [sys.executable, "-m", "kgfed.engine.cli", "run", str(need(CWQ_QUESTIONS)), "--method", "tog", "--kg", "freebase",
+            "--endpoint", f"freebase=file:{need(CWQ_NT)}", "--limit", "40", "--out", str(out),
+            "--cache-dir", str(tmp_path / "cache"), "--no-progress"]  # a fresh cache: the model is loaded every time
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = {"start": lambda: _mapped(proc.pid, "_asyncio"), "torch": lambda: _mapped(proc.pid, "libtorch"),
+                 "answer": lambda: _answered(out)}[phase]
+        deadline = time.monotonic() + 300
+        while not ready() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(after)
+        if proc.poll() is not None:
+            pytest.skip(f"the run finished before the {phase}+{after}s moment (a fast machine): nothing to interrupt")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = err.strip().splitlines()
+    assert proc.returncode == 130, err
+    assert "terminate called" not in err and "Traceback" not in err, err
+    assert lines[0].startswith("kgfed: stopping") and lines[-1].startswith("kgfed: interrupted"), err
+    if out.exists():  # whatever was kept is whole ToG records
+        for line in out.read_text(encoding="utf-8").splitlines():
+            assert "results" in json.loads(line)

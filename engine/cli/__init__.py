@@ -1,5 +1,28 @@
 """The `kgfed` command: `main` parses argv and dispatches; every other module here adds
-sub-commands (`register`) and turns their arguments into the library's value objects."""
-from .app import main
+sub-commands (`register`) and turns their arguments into the library's value objects.
+
+Started as the program (`kgfed …` or `python -m kgfed.engine.cli …`), a Ctrl-C that arrives while the
+command is still being imported and parsed ends it at once with exit status 130 and one line, instead of
+Python's KeyboardInterrupt traceback; `main` hands Ctrl-C to its own handling before the command runs.
+"""
+import os
+import signal
+import sys
+
+STOPPING = "kgfed: stopping (Ctrl-C again to leave at once)…"
+
+
+def _interrupted_while_starting(signum, frame) -> None:
+    """Ctrl-C before the command started: nothing was done, so leave now (no cleanup is owed)."""
+    try:
+        os.write(2, f"{STOPPING}\nkgfed: interrupted while starting: nothing done\n".encode())
+    finally:
+        os._exit(130)
+
+
+if os.path.basename(sys.argv[0] if sys.argv else "") in ("kgfed", "-m") and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+from .app import main  # noqa: E402
 
 __all__ = ["main"]

@@ -539,6 +539,17 @@ def disk_error_line(exc: OSError) -> str:
 # without an active exception", exit 134), so a command line that loaded torch leaves with `os._exit`
 # after Python's own exit handlers ran (cache flushes, child servers stopped) and the streams are flushed.
 STOPPING = "kgfed: stopping (Ctrl-C again to leave at once)…"
+_acknowledged: list[bool] = []
+
+
+def _acknowledge() -> None:
+    """Write STOPPING on stderr once, unbuffered (at once, even in the middle of another print)."""
+    if not _acknowledged:
+        _acknowledged.append(True)
+        try:
+            os.write(sys.stderr.fileno(), (STOPPING + "\n").encode())
+        except (OSError, ValueError):
+            pass
 
 
 async def _acknowledging(command: Awaitable[int]) -> int:
@@ -549,12 +560,7 @@ async def _acknowledging(command: Awaitable[int]) -> int:
     inner = signal.getsignal(signal.SIGINT)  # asyncio.run's: cancel the command, then KeyboardInterrupt
     if callable(inner) and threading.current_thread() is threading.main_thread():
         def on_sigint(signum, frame) -> None:
-            if not getattr(on_sigint, "seen", False):
-                on_sigint.seen = True  # type: ignore[attr-defined]
-                try:
-                    os.write(sys.stderr.fileno(), (STOPPING + "\n").encode())  # no buffer: at once, even mid-print
-                except (OSError, ValueError):
-                    pass
+            _acknowledge()
             inner(signum, frame)
 
         signal.signal(signal.SIGINT, on_sigint)
@@ -576,6 +582,7 @@ def _interrupted(command_line: bool) -> int:
 
     if command_line:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a further Ctrl-C while leaving must not print a traceback
+    _acknowledge()
     notes = (getattr(sys.modules.get(f"kgfed.engine.harness.{m}"), "interrupted_note", None) for m in ("runner", "extract"))
     print(f"kgfed: {next((n for n in notes if n), None) or 'interrupted'}", file=sys.stderr, flush=True)
     if command_line and ("torch" in sys.modules or "sentence_transformers" in sys.modules):
@@ -622,6 +629,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     configure_logging(getattr(args, "verbose", 0))
+    _acknowledged.clear()
+    import signal
+
+    if getattr(signal.getsignal(signal.SIGINT), "__name__", "") == "_interrupted_while_starting":
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is the command's (asyncio.run's)
     try:
         with _recording_context(args), Spinner():  # a spinner whenever the embedding model loads
             try:
