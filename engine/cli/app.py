@@ -619,6 +619,34 @@ def missing_extra_line(exc: ModuleNotFoundError, command: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `kgfed` command (`argv`: the arguments; None: the command line, which may end the process itself)."""
+    status = _main(argv)
+    if argv is None:
+        _leave_safely(status)
+    return status
+
+
+def _leave_safely(status: int) -> None:
+    """Exit now (after Python's exit handlers) when an embedding thread is still inside torch, e.g. a model
+    load an early error left running: torch's C++ teardown under it would abort the process (exit 134)."""
+    import threading
+
+    if "torch" not in sys.modules or not any(t.is_alive() and t.name.startswith("kgfed-embeddings")
+                                             for t in threading.enumerate()):
+        return
+    import atexit
+    import logging
+
+    try:
+        atexit._run_exitfuncs()
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(status)
+
+
+def _main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     parser, handlers = build_parser()
     try:
