@@ -3,7 +3,10 @@
 `HttpClient` owns politeness (per-host caps, budgets, 429 pauses, retries, error classification); a
 transport only moves bytes. Two implementations:
 
-- `AiohttpTransport`: one aiohttp session (opened lazily, so vcrpy cassettes still patch it).
+- `AiohttpTransport`: one aiohttp session (opened lazily, so vcrpy cassettes still patch it). A body is
+  read in chunks, after decompression, and one larger than `max_body_bytes` (default `MAX_BODY_BYTES`,
+  256 MiB) is an `EndpointError` as soon as the cap is passed: a 1 MB gzip that inflates to 1 GB costs
+  256 MiB at most, never the whole gigabyte.
 - `MockTransport(handler)`: hands each `Request` to a function (sync or async) that returns a
   `Response` or raises, as httpx's MockTransport does. Fault tests run the real client code against
   scripted answers in the exact shapes real services send, without sockets.
@@ -26,6 +29,10 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from multidict import CIMultiDict, CIMultiDictProxy
+
+from ..sparql.errors import EndpointError
+
+MAX_BODY_BYTES = 256 << 20  # a response body larger than this (decompressed) is an error
 
 
 @dataclass
@@ -115,11 +122,17 @@ class AsyncTransport(Protocol):
     async def aclose(self) -> None: ...
 
 
-class AiohttpTransport:
-    """HTTP over one lazily opened aiohttp session with no connection caps of its own (the client caps)."""
+class ResponseTooLarge(EndpointError):
+    """A response body passed the transport's `max_body_bytes` (counted after decompression)."""
 
-    def __init__(self) -> None:
+
+class AiohttpTransport:
+    """HTTP over one lazily opened aiohttp session with no connection caps of its own (the client caps);
+    bodies are read up to `max_body_bytes` (decompressed)."""
+
+    def __init__(self, max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self._session: Any = None
+        self.max_body_bytes = int(max_body_bytes)
 
     def _get_session(self):
         import aiohttp
@@ -136,7 +149,7 @@ class AiohttpTransport:
             async with session.request(request.method, request.url, params=request.params, data=request.data,
                                        headers=dict(request.headers),
                                        timeout=aiohttp.ClientTimeout(total=request.timeout)) as resp:
-                body = await resp.read()
+                body = await self._read_capped(resp, request)
                 return Response(resp.status, resp.headers.copy(), body, str(resp.url))
         except asyncio.TimeoutError:
             raise TransportTimeout(f"no answer within {request.timeout:g} s") from None
@@ -144,6 +157,26 @@ class AiohttpTransport:
             raise TransportTruncated(str(exc)) from None
         except (aiohttp.ClientConnectionError, ConnectionError) as exc:
             raise TransportConnectError(f"{exc.__class__.__name__}: {exc}") from None
+
+    async def _read_capped(self, resp: Any, request: Request) -> bytes:
+        cap = self.max_body_bytes
+        declared = resp.content_length
+        if declared is not None and declared > cap and "Content-Encoding" not in resp.headers:
+            raise ResponseTooLarge(self._too_large(request, f"announces {declared} bytes"))
+        chunks, size = [], 0
+        async for chunk in resp.content.iter_chunked(1 << 16):  # already decompressed
+            size += len(chunk)
+            if size > cap:
+                resp.close()  # drop the connection: the rest is never read
+                raise ResponseTooLarge(self._too_large(request, f"passed {cap} bytes"))
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _too_large(self, request: Request, what: str) -> str:
+        from ..sparql.secrets import redact
+
+        return (f"{request.method} {redact(request.host)}: the response {what} (the cap is {self.max_body_bytes >> 20} MiB, "
+                "decompressed): ask for less (a LIMIT, fewer ids per batch)")
 
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:
