@@ -14,7 +14,7 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
     """--method, --llm, --llm-concurrency, --param KEY=VALUE (repeatable), --width, --depth, --text."""
     parser.add_argument("--method", "-m", default="tog", help=f"{METHOD_NAMES}, or package.module:Class (default tog)")
     parser.add_argument("--llm", default="none",
-                        help="anthropic[:MODEL] | openai:URL[#MODEL] | replay:DIR | record:DIR:SPEC | none (default: none, LLM-free)")
+                        help="anthropic[:MODEL] | openai:URL[#MODEL] | replay:DIR | record:DIR:SPEC | gold (kgfed run: a gold-guided stand-in, not a model) | none (default: none, LLM-free)")
     parser.add_argument("--llm-concurrency", type=int, metavar="N",
                         help="LLM calls in flight at once for the whole run, all questions together (default: no cap "
                              "of kgfed's own; the LLM host's HTTP cap, 16, still holds). 429/503/529 answers pause every "

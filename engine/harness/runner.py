@@ -33,6 +33,10 @@ from ...sparql.errors import KgfedError
 from .datasets import Question, gold_answers, has_gold, read_records
 from .evaluate import (NULL_ANSWER, Prediction, evaluate, prediction_from_record, prediction_record, tog_match,
                        write_predictions)
+from .datasets import load_dataset as _load_dataset
+from ..toolbox import gold_llm as _gold_llm
+
+_gold_llm.question_loader = _load_dataset  # `--llm gold:FILE` reads the file as the harness does (toolbox cannot import it)
 
 # Cost figures that do not depend on the cache or on timing: kept in the prediction records. SPARQL
 # counts are not among them: alignments have their own cache, so a warm run asks fewer queries.
@@ -148,6 +152,8 @@ class Runtime:
             self.kgs = open_kgs(self.spec.kg_specs(), http=self.spec.http_options(), cache=self.spec.cache_options(),
                                 client=self._client)
             self.llm = make_llm(self.spec.llm, client=self._client, concurrency=self.spec.llm_concurrency)
+            if hasattr(self.llm, "bind"):  # the gold stand-in runs gold queries over the run's KGs
+                self.llm.bind(self.kgs)
             self.embedder = self._embedder()
             self._preload()
             self.text = self._text_source()

@@ -48,7 +48,7 @@ PRUNING_TEMPERATURE = 0.0
 ANSWER_TEMPERATURE = 0.0
 DEFAULT_MAX_TOKENS = 256  # ToG's --max_length
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
-SPEC_HELP = "use anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC or none"
+SPEC_HELP = "use anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC, gold (kgfed run) or none"
 # Answers that mean "busy, ask again later": the whole gate pauses (Anthropic's 529 is its "overloaded_error").
 BUSY_STATUSES = frozenset({429, 503, 529})
 # Answers the provider's SDK would retry on their own (timeouts, conflicts, other 5xx): retried per call, a few times.
@@ -638,6 +638,10 @@ def _make_llm(spec: str | None, *, client=None) -> LLM:
         if not directory or not inner:
             raise LLMError(f"bad LLM spec {spec!r}: record needs a directory and a provider, e.g. record:replies:anthropic")
         return ReplayLLM(directory, record_with=make_llm(inner, client=client))
+    if kind == "gold":  # the gold-guided stand-in (not a model): `kgfed run QUESTIONS --llm gold` gives gold:QUESTIONS
+        from .gold_llm import GoldLLM
+
+        return GoldLLM.from_file(rest)
     raise LLMError(f"unknown LLM spec {spec!r}: {SPEC_HELP}")
 
 
