@@ -372,12 +372,8 @@ class _RawCache:
             return None
         return status, headers, body
 
-    caller_checks = False  # True: the caller checks each body before queueing it (measured: bench/dropin.py)
-
     def put(self, key: str, entry: Entry, query_type: str) -> None:
         """Queue `entry` for the writer, which stores it if its body is a complete document of the query's form."""
-        if self.caller_checks and not complete_document(entry[2], query_type):
-            return
         self._pending[key] = (entry, query_type)
         self._queue.put(key)
 
@@ -394,7 +390,7 @@ class _RawCache:
             taken = {key: self._pending.get(key) for key in batch if key is not None}
             rows, since = [], time.perf_counter()
             for key, queued in taken.items():
-                if queued is not None and (self.caller_checks or complete_document(queued[0][2], queued[1])):
+                if queued is not None and complete_document(queued[0][2], queued[1]):
                     rows.append((key, marshal.dumps(queued[0])))
                 if time.perf_counter() - since > 0.0005:  # every 0.5 ms of checking: a caller whose answer
                     time.sleep(0)  # just arrived gets the GIL now, not after the 5 ms switch interval
