@@ -182,3 +182,19 @@ async def test_a_query_service_that_wants_a_token_falls_back(healthy, no_unclose
         assert (await kg.labels(cwq_topics(2))).source == healthy.url and kg.stats["fallbacks"] == 1
         await kg.aclose()
     await local.aclose()
+
+
+async def test_the_mcp_server_carries_fallbacks_in_its_kg_specs(healthy, down, no_unclosed):
+    from kgfed.engine.mcp.server import Engine, ServerOptions
+
+    mid = cwq_topics(1)[0]
+    options = ServerOptions(kgs=(KGSpec("freebase", down.url, fallbacks=(healthy.url,)),),
+                            http=HttpOptions(timeout=10.0), cache=CacheOptions(enabled=False))
+    engine = Engine.open(options)
+    try:
+        assert engine.kgs["freebase"].endpoints == [down.url, healthy.url]
+        found, text = await engine.relations(mid, "both", "freebase")
+        assert found["relations"] and f"relations of {mid}" in text
+        assert engine.kgs["freebase"].stats["fallbacks"] == 1
+    finally:
+        await engine.aclose()
