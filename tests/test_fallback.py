@@ -3,6 +3,7 @@ connections or bans for a day is replaced by its fallback (one warning line), ea
 endpoint gave it, and the cache keeps each endpoint's answers apart."""
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -198,3 +199,15 @@ async def test_the_mcp_server_carries_fallbacks_in_its_kg_specs(healthy, down, n
         assert engine.kgs["freebase"].stats["fallbacks"] == 1
     finally:
         await engine.aclose()
+
+
+async def test_concurrent_calls_that_find_the_endpoint_down_warn_once(healthy, down, caplog, no_unclosed):
+    caplog.set_level(logging.WARNING, logger="kgfed")
+    entities = cwq_topics(8)
+    async with HttpClient(retries=1, backoff=0.01) as client:
+        kg = _kg(down.url, healthy.url, client)
+        answers = await asyncio.gather(*(kg.relations(e) for e in entities))
+        assert all(a.source == healthy.url for a in answers) and sum(map(len, answers)) > 8
+        assert kg.stats["fallbacks"] == 1
+        await kg.aclose()
+    assert len([r for r in caplog.records if "asking the fallback" in r.getMessage()]) == 1

@@ -297,7 +297,10 @@ class KG:
                     continue
                 if not fails_over(exc):
                     raise
-                self._down_until[i] = time.monotonic() + FALLBACK_COOLDOWN
+                now = time.monotonic()
+                if self._down_until[i] > now:  # another call already found it down and said so
+                    continue
+                self._down_until[i] = now + FALLBACK_COOLDOWN
                 self._route_stats["fallbacks"] += 1
                 log.warning("kgfed: warning: KG %r: %s is failing (%s); asking the fallback %s for the next %.0f s",
                             self.name, cached.name, str(exc)[:200], self._routes[i + 1][0].name, FALLBACK_COOLDOWN)
