@@ -187,3 +187,19 @@ def test_the_version_is_written_once_and_read_everywhere():
     assert version("kgfed") == __version__, "reinstall (make test does): the installed metadata is older than the source"
     done = subprocess.run([sys.executable, "-m", "kgfed.engine.cli", "--version"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == f"kgfed {__version__}"
+
+
+def test_names_of_the_old_cli_module_resolve_with_a_warning():
+    """`kgfed.engine.cli` was one module in 0.1.0 (now the package's `app`); `main` stays where it was."""
+    from kgfed.engine.cli import app
+
+    with pytest.warns(DeprecationWarning, match=r"kgfed\.engine\.cli\.build_parser moved to kgfed\.engine\.cli\.app\.build_parser"):
+        from kgfed.engine.cli import build_parser
+    assert build_parser is app.build_parser
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from kgfed.engine.cli import main
+        from kgfed.engine.cli import run  # a submodule, not a moved name
+    assert main is app.main and run.__name__ == "kgfed.engine.cli.run"
+    with pytest.raises(ImportError):
+        from kgfed.engine.cli import no_such_name  # noqa: F401
