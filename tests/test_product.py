@@ -226,11 +226,22 @@ def test_read_only_cache_dir_and_output_are_one_line(read_only_dir, tmp_path):
     for argv in (["labels", "Q42", "--cache-dir", read_only_dir],
                  ["labels", "Q42", "--cache-dir", read_only_dir / "sub"],
                  ["run", questions, "--kg", "wikidata", "--out", read_only_dir / "o.jsonl", "--no-progress"],
+                 ["run", questions, "--kg", "wikidata", "--out", tmp_path / "o.jsonl", "--costs", read_only_dir / "c.jsonl"],
                  ["expand", "Q42", "--view", read_only_dir / "x.html"],
                  ["ask", "What did Douglas Adams study?", "--kg", "wikidata", "--view", read_only_dir / "x.html"]):
         done = kgfed(*argv)
         line = one_line_error(done.stderr)
         assert done.returncode == 2 and str(read_only_dir) in line, argv
+    assert not (tmp_path / "o.jsonl").exists()  # refused before any work, not at the end of the run
+
+
+def test_an_output_path_that_is_a_directory_is_refused_up_front(capsys, tmp_path):
+    questions = tmp_path / "q.txt"
+    questions.write_text("What did Douglas Adams study?\n", encoding="utf-8")
+    code, _, err = run(capsys, "run", questions, "--kg", "wikidata", "--out", tmp_path, "--no-progress")
+    assert code == 2 and f"--out {tmp_path} is a directory: give a file path" in one_line_error(err)
+    code, _, err = run(capsys, "expand", "Q42", "--dot", tmp_path)
+    assert code == 2 and "--dot" in one_line_error(err) and "is a directory" in err
 
 
 # -- the Python API ---------------------------------------------------------------------------------------------

@@ -246,7 +246,7 @@ def test_cli_expand_table_on_the_demo_kgs(capsys):
 
     code, out, err = run_cli(capsys, "expand", "Q42", "--hops", "1", "--methods", "p646,label")
     assert code == 0, err
-    assert "Douglas Adams" in out and "aligned" in out
+    assert "Douglas Adams" in out and "aligned" in err  # piped: the edges as TSV, the counts on stderr
 
 
 @pytest.mark.parametrize("argv, message", [

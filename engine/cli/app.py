@@ -174,6 +174,25 @@ def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | No
                          fallbacks=tuple(getattr(args, "fallback", None) or ()))
 
 
+def check_writable(path: str | os.PathLike, option: str) -> None:
+    """Fail before any work when an output path cannot be written (a directory, a missing or read-only
+    directory, a read-only file), with one line naming the option: not after a long run, at its end."""
+    target = Path(path)
+    if target.is_dir():
+        raise KgfedError(f"{option} {path} is a directory: give a file path, e.g. {target / 'out.jsonl'}")
+    parent = target.parent
+    if not parent.is_dir():
+        raise KgfedError(f"cannot write {path}: directory {parent} does not exist (create it, or give another {option})")
+    probe = parent / f".{target.name}.{os.getpid()}.probe"
+    try:
+        probe.open("w").close()  # the directory takes new files (outputs are replaced atomically through one)
+        probe.unlink()
+        if target.exists():
+            target.open("a").close()
+    except OSError as exc:
+        raise KgfedError(f"cannot write {path}: {exc.strerror or exc} (give a writable {option})") from None
+
+
 def open_client(args: argparse.Namespace):
     """The one `HttpClient` of a command or run, from --user-agent/--contact/--timeout/--concurrency."""
     return http_options(args).client()

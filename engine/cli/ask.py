@@ -93,8 +93,10 @@ async def cmd_ask(args: argparse.Namespace) -> int:
 
     if not args.question.strip():
         raise KgfedError("the question is empty: give it in quotes, e.g. kgfed ask \"who founded Apple?\"")
-    if args.view and not Path(args.view).resolve().parent.is_dir():
-        raise KgfedError(f"cannot write {args.view}: directory {Path(args.view).parent} does not exist")
+    if args.view:
+        from .app import check_writable
+
+        check_writable(args.view, "--view")
     kg_names(args)
     ids = [i.strip() for item in args.topic for i in item.split(",") if i.strip()]
     from .app import Spinner

@@ -167,10 +167,11 @@ async def cmd_expand(args: argparse.Namespace) -> int:
     for option in ("hops", "width", "limit"):
         if getattr(args, option) < 0:
             raise KgfedError(f"--{option} must be ≥ 0")
-    outputs = [Path(p) for p in (args.view, args.dot, args.rdf) if p]
-    for path in outputs:
-        if not path.parent.is_dir():
-            raise KgfedError(f"cannot write {path}: directory {path.parent} does not exist")
+    from .app import check_writable
+
+    for option, path in (("--view", args.view), ("--dot", args.dot), ("--rdf", args.rdf)):
+        if path:
+            check_writable(path, option)
     kgs = open_kgs(args)
     try:
         with ProgressBar() as report:
@@ -190,6 +191,7 @@ async def cmd_expand(args: argparse.Namespace) -> int:
         args.warned = True  # an expansion without edges is reported below
         emit(args, [_edge_row(merged, edge) for edge in merged.edges],
              ["kg", "subject", "subject_label", "relation", "relation_label", "object", "object_label", "via", "hop"])
+        print(f"kgfed: {_counts(merged)}", file=sys.stderr)
     else:
         _print_summary(merged)
     touched = {i for e in merged.edges for i in (e.subject, e.object)}
@@ -224,9 +226,7 @@ def _print_summary(merged) -> None:
     from rich.table import Table
 
     console = Console()
-    per_kg = ", ".join(f"{kg} {sum(1 for e in merged.edges if e.kg == kg)}" for kg in merged.kgs)
-    aligned = [n for n in merged.nodes if n.aligned]
-    console.print(f"{len(merged.nodes)} entities ({len(aligned)} aligned), {len(merged.edges)} edges ({per_kg})")
+    console.print(_counts(merged))
     table = Table(title="edges")
     for column in ("kg", "subject", "relation", "object"):
         table.add_column(column)
@@ -236,6 +236,13 @@ def _print_summary(merged) -> None:
     console.print(table)
     if len(merged.edges) > 60:
         console.print(f"… {len(merged.edges) - 60} more edges (use --json, --view or --dot for all)")
+
+
+def _counts(merged) -> str:
+    """`23 entities (2 aligned), 30 edges (freebase 10, wikidata 20)`."""
+    per_kg = ", ".join(f"{kg} {sum(1 for e in merged.edges if e.kg == kg)}" for kg in merged.kgs)
+    aligned = [n for n in merged.nodes if n.aligned]
+    return f"{len(merged.nodes)} entities ({len(aligned)} aligned), {len(merged.edges)} edges ({per_kg})"
 
 
 def _edge_row(merged, edge) -> dict[str, Any]:

@@ -70,7 +70,12 @@ async def cmd_run(args: argparse.Namespace) -> int:
     from ..harness.datasets import load_dataset
     from ..harness.runner import run, select_questions
 
+    from .app import check_writable
+    from ..harness.runner import costs_path_for
+
     kg_names(args)  # validate --kg/--endpoint before loading anything
+    check_writable(args.out, "--out")
+    check_writable(args.costs or costs_path_for(args.out), "--costs")
     if args.ray is not None and args.workers == 1:
         args.workers = 2
     questions = select_questions(load_dataset(args.dataset, args.dataset_name), limit=args.limit,
