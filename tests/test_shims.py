@@ -166,7 +166,7 @@ def test_a_user_script_sees_the_warning_and_can_make_it_an_error(tmp_path):
 
 
 def test_shims_go_in_the_release_they_promise():
-    """When the version reaches REMOVED_IN the shims must be gone (delete MOVED, kg's _MOVED_NAMES, this file)."""
+    """At REMOVED_IN the shims must be gone: MOVED (engine/__init__.py), _MOVED_NAMES (kg), _MOVED_TO_APP (cli), this file."""
     def parts(version: str) -> tuple[int, ...]:
         return tuple(int(p) for p in version.split(".")[:3])
 
