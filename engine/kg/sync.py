@@ -345,6 +345,7 @@ class _RawCache:
         connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute("PRAGMA mmap_size=268435456")  # page reads without a system call each
         with self._lock:
             self._connections.append(connection)
         return connection
@@ -434,7 +435,7 @@ def cache_key(method: str, url: str, body: bytes | None, headers: dict[str, str]
     Credentials (an `Authorization` header, e.g. setCredentials; URL userinfo was turned into one) enter
     only as a slow salted digest, so the key, itself a SHA-256, gives no cheap test of a guessed password.
     """
-    parts = [CACHE_VERSION, method, strip_credentials(url), (body or b"").hex()]
+    parts = [CACHE_VERSION, method, strip_credentials(url) if "@" in url else url, (body or b"").hex()]
     for name, value in sorted(headers.items(), key=lambda kv: kv[0].lower()):
         lowered = name.lower()
         if lowered == "user-agent":
@@ -658,6 +659,8 @@ class _Runtime:
 
     def cache(self, directory: Path) -> _RawCache | None:
         """The cache in `directory`; None (and one warning) when it cannot be opened: answers go uncached."""
+        if directory in self.caches:  # the common case, without the lock (a dict read is atomic)
+            return self.caches[directory]
         with self.lock:
             if directory not in self.caches:
                 try:
