@@ -23,6 +23,7 @@ import asyncio
 import functools
 import os
 import queue
+import sqlite3
 import sys
 import threading
 import time
@@ -367,6 +368,15 @@ class Embedder:
     def _key(self, text: str) -> tuple[str, str, str]:
         return ("emb", self.model_id, text)
 
+    def _store_failed(self, exc: BaseException) -> None:
+        """The vector store failed (full disk, read-only directory): go on without it, with one warning."""
+        import logging
+
+        cache, self._cache, self._cache_arg = self._cache, None, False
+        logging.getLogger("kgfed.embeddings").warning(
+            "kgfed: warning: the embedding cache at %s failed (%s): vectors are no longer stored in this run; free "
+            "space, or give another --cache-dir", getattr(cache, "directory", "?"), str(exc).splitlines()[0] if str(exc) else exc)
+
     def encode_sync(self, texts: str | Sequence[str]) -> "np.ndarray":
         """(n, dim) float32 unit vectors, one row per text (in order, duplicates allowed)."""
         try:
@@ -423,12 +433,15 @@ class Embedder:
             # First writer wins, and everyone uses the stored vector: a text encoded twice at once (by two
             # processes, in batches of other texts, which shifts the last float bits) still gets one
             # vector, so a warm-cache rerun sees exactly the numbers the cold run used.
-            with cache.transact():
-                for i, text in enumerate(texts):
-                    if not cache.add(self._key(text), vectors[i].tobytes()):
-                        stored = cache.get(self._key(text))
-                        if stored is not None:
-                            vectors[i] = np.frombuffer(stored, dtype=np.float32)
+            try:
+                with cache.transact():
+                    for i, text in enumerate(texts):
+                        if not cache.add(self._key(text), vectors[i].tobytes()):
+                            stored = cache.get(self._key(text))
+                            if stored is not None:
+                                vectors[i] = np.frombuffer(stored, dtype=np.float32)
+            except (OSError, sqlite3.Error) as exc:  # a full disk: the vectors are right, only not stored
+                self._store_failed(exc)
         pairs = dict(zip(texts, vectors))
         self._remember(pairs.items())
         return pairs
@@ -445,12 +458,15 @@ class Embedder:
             found.update((t, memo[t]) for t in unique if t in memo and t not in found)
         if cache is not None and len(found) < len(unique):
             self._reads += len(unique) - len(found)
-            with cache.transact():  # one transaction for the whole batch of lookups
-                for text in unique:
-                    if text not in found:
-                        raw = cache.get(self._key(text))
-                        if raw is not None:
-                            found[text] = np.frombuffer(raw, dtype=np.float32)
+            try:
+                with cache.transact():  # one transaction for the whole batch of lookups
+                    for text in unique:
+                        if text not in found:
+                            raw = cache.get(self._key(text))
+                            if raw is not None:
+                                found[text] = np.frombuffer(raw, dtype=np.float32)
+            except (OSError, sqlite3.Error) as exc:  # a store that fails is a miss (encoded again), said once
+                self._store_failed(exc)
             self._remember((t, found[t]) for t in unique if t not in memo and t in found)
         return found
 
