@@ -318,3 +318,21 @@ def test_a_run_whose_output_disk_fills_up_names_what_failed_and_resumes(tmp_path
     assert [line for line in again.err.splitlines() if "question(s) failed" in line] == \
         [line for line in reference.err.splitlines() if "question(s) failed" in line]
     assert out.read_text(encoding="utf-8") == (tmp_path / "a.jsonl").read_text(encoding="utf-8")
+
+
+@pytest.mark.embeddings
+def test_an_embedding_cache_that_fills_up_is_a_warning_not_a_failure(tmp_path, tiny_disk, caplog):
+    import numpy as np
+
+    from kgfed.engine.toolbox.embeddings import Embedder
+
+    reference = Embedder(cache=False).encode_sync(["place of birth", "film director", "country of citizenship"])
+    embedder = Embedder(cache=tiny_disk.path / "emb")
+    first = embedder.encode_sync(["place of birth"])
+    tiny_disk.fill()
+    with caplog.at_level(logging.WARNING, logger="kgfed.embeddings"):
+        more = embedder.encode_sync([f"text number {i} " * 20 for i in range(200)] + ["film director", "country of citizenship"])
+    warnings = [r.getMessage() for r in caplog.records if r.name == "kgfed.embeddings"]
+    assert len(warnings) == 1 and "disk is full" in warnings[0] and "--cache-dir" in warnings[0]
+    assert np.allclose(np.vstack([first, more[-2:]]), reference, atol=1e-5)
+    assert np.allclose(embedder.encode_sync(["place of birth"]), first)  # still answered (memory)
