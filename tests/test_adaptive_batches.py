@@ -155,3 +155,24 @@ def test_a_tog_run_over_a_timing_out_server_writes_the_healthy_predictions(healt
     healthy_bytes = (tmp_path / "healthy.jsonl").read_bytes()
     assert len(healthy_bytes.splitlines()) == 10
     assert (tmp_path / "timeouts.jsonl").read_bytes() == healthy_bytes
+
+
+async def test_under_partial_allow_a_lone_timeout_flags_the_answer_instead(cwq_store, healthy, no_unclosed):
+    entities = cwq_topics(8)
+    expected, *_ = await _answers(healthy.url, entities)
+    heavy = max(entities, key=lambda e: len(expected[e]))  # the one entity the server cannot answer even alone
+
+    class OneHeavy(TimeoutServer):
+        async def handle(self, request):
+            form = dict(await request.post()) if request.method == "POST" else {}
+            query = {**request.query, **form}.get("query", "")
+            self.max_terms = 0 if heavy in query else 2
+            return await super().handle(request)
+
+    with OneHeavy(cwq_store, shape="qlever") as server:
+        async with HttpClient(retries=0) as client:
+            kg = _kg(server.url, client, partial="allow")
+            found = await kg.relations_many(entities)
+            await kg.aclose()
+    assert found.partial and any(f"the query about {heavy} timed out even alone" in note for note in found.notes)
+    assert found[heavy] == [] and all(found[e] == expected[e] for e in entities if e != heavy)

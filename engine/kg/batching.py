@@ -10,7 +10,9 @@ block-size control does, driven by the server's own verdict:
 - a block that times out is split in halves and both halves are asked (concurrently, under the same
   per-host caps), recursively, down to single items;
 - only a single item that still times out is an error: `QueryTimeout` naming that item (every other
-  item was answered, and those answers are cached, so a rerun asks only what failed);
+  item was answered, and those answers are cached, so a rerun asks only what failed); under the
+  `partial="allow"` policy the call answers instead, that item empty and the answer flagged `.partial`
+  with the error as its note;
 - the working block size of the endpoint drops to the half that was asked, for the rest of the run:
   later calls cut their beams at that size at once instead of timing out again. It never grows back
   on its own (a probe would cost another server timeout); `AdaptiveBatches.reset()` does.
@@ -120,7 +122,7 @@ class AdaptiveBatches:
             if not isinstance(exc, OfflineMiss):  # which block timed out is not known: all are cut to the new size
                 self.stats["batch_timeouts"] += 1
                 if len(blocks) == 1 and len(blocks[0][1]) == 1:
-                    raise self._alone(blocks[0][1][0], exc) from None
+                    return [self._lone(blocks[0][0], blocks[0][1], exc)]
                 self._shrink(max(len(block) for _, block in blocks))
             log.debug("%s: a block timed out (%s): asking block by block", self.name, first_line(str(exc)))
         else:
@@ -135,6 +137,15 @@ class AdaptiveBatches:
         return kind(f"{self.name}: the query about {_show(item)} timed out even alone ({first_line(str(exc), 240)}): "
                     "retry later, raise --timeout, or leave it out (answers about other items are kept in the cache)",
                     status=getattr(exc, "status", None))
+
+    def _lone(self, key: Hashable, items: Sequence, exc: BaseException) -> Piece:
+        """A single item that timed out: an error naming it, or, when the endpoint's partial policy is
+        `"allow"`, an empty answer marked partial with that error as its note (never cached)."""
+        error = self._alone(items[0], exc)
+        if self.partial_policy not in ("allow", "report"):
+            raise error from None
+        self.stats["partial_items"] += 1
+        return key, items, SelectResult([], [], partial=True, note=str(error))
 
     async def _ask(self, endpoint, key: Hashable, items: Sequence, render) -> list[Piece]:
         if len(items) > self.size:  # a sibling's timeout already showed a block this large fails: cut it first
@@ -154,7 +165,7 @@ class AdaptiveBatches:
                 return left + right
             self.stats["batch_timeouts"] += 1
             if len(items) == 1:
-                raise self._alone(items[0], exc) from None
+                return [self._lone(key, items, exc)]
             self.stats["batch_splits"] += 1
             self._shrink(len(items))
             middle = (len(items) + 1) // 2
