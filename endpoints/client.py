@@ -509,7 +509,7 @@ def _raise_blazegraph_timeout(what: str, response: Response) -> None:
     if not any(marker in head for marker in _BLAZEGRAPH_TIMEOUTS):
         return
     raise QueryTimeout(f"{what} stopped the query at its time limit (HTTP {response.status}: "
-                       "java.util.concurrent.TimeoutException): ask a narrower query (a smaller --batch-size, fewer hops, "
+                       "java.util.concurrent.TimeoutException): ask a narrower query (a smaller batch_size, fewer hops, "
                        "a LIMIT); kgfed's batched calls split such a query by themselves", status=response.status)
 
 
