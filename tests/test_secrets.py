@@ -249,6 +249,13 @@ def test_a_password_in_an_endpoint_url_is_shown_and_stored_nowhere(server, tmp_p
         topics = tmp_path / "topics.jsonl"
         topics.write_text(json.dumps({"id": "q1", "topics": {"freebase": {ENTITY: "Knights"}}}) + "\n", encoding="utf-8")
         run("extract", str(topics), "-e", url, *common, "--hops", "1", "--out", str(tmp_path / "kg.nt"), "--no-progress")
+        questions = tmp_path / "questions.jsonl"
+        questions.write_text("".join(json.dumps({"id": f"q{i}", "question": f"what is {e}?", "answers": ["x"],
+                                                 "topics": {"freebase": {e: e}}}) + "\n"
+                                     for i, e in enumerate([ENTITY, "m.0bad", "g.11b6gq6dl2"])), encoding="utf-8")
+        run("run", str(questions), "--method", "tests.test_disk_full:FirstRelation", "--param", "fail_below=3", "--kg",
+            "freebase", "--endpoint", f"freebase=freebase@{server.url()}", "--llm", "none", "--no-progress",
+            "--out", str(tmp_path / "preds.jsonl"), "--cache-dir", str(cache), "--json")
         run("doctor", url, "--dialect", "freebase", "--no-size", "--probe", ENTITY, "--cache-dir", str(cache))
         run("doctor", url, "--dialect", "freebase", "--no-size", "--probe", ENTITY, "--cache-dir", str(cache), "--json")
     finally:
@@ -256,10 +263,11 @@ def test_a_password_in_an_endpoint_url_is_shown_and_stored_nowhere(server, tmp_p
         logger.handlers.clear()
         logger.setLevel(logging.NOTSET)
         logger.propagate = True
-    assert codes == [0, 0, 0, 2, 2, 2, 2, 0, 0, 0], (codes, streams)
+    assert codes == [0, 0, 0, 2, 2, 2, 2, 0, 1, 0, 0], (codes, streams)
     assert "film.film.cinematography" in streams[0] and "DEBUG kgfed.http: GET" in streams[0]
     assert "HTTP 400" in streams[3] and "HTTP 401" in streams[4] and "needs a dialect" in streams[5]
-    assert "fit for the freebase templates" in streams[8] and '"fit": true' in streams[9]  # doctor sent the credentials too
+    assert '"failed": 2' in streams[8] and "asked to fail" in streams[8]  # a run: summary, failures, predictions
+    assert "fit for the freebase templates" in streams[9] and '"fit": true' in streams[10]  # doctor sent the credentials too
     assert [leaks(s) for s in streams] == [[]] * len(streams)
     assert json.loads(Path(f"{tmp_path / 'kg.nt'}.json").read_text())["settings"]["source"] == f"http://127.0.0.1:{server.port}/sparql"
     assert (tmp_path / "kg.nt").stat().st_size > 0 and cassette.stat().st_size > 0
