@@ -44,6 +44,13 @@ class CacheError(KgfedError):
     """A cache store cannot be opened, read or written (full disk, read-only directory, damaged database)."""
 
 
+def cache_fix(reason: str) -> str:
+    """The fix to name for a failing store: a damaged database can only be deleted (it is a cache)."""
+    if "malformed" in reason or "not a database" in reason:
+        return "delete that directory (it holds only cached answers), give another --cache-dir, or run with --no-cache"
+    return CACHE_FIX
+
+
 def storage_reason(exc: BaseException) -> str:
     """The one-line reason of a disk or SQLite error (`No space left on device`, `database or disk is full`)."""
     if isinstance(exc, OSError) and exc.strerror:
@@ -155,14 +162,16 @@ class DiskStore:
         try:
             self.cache = diskcache.Cache(self.location, size_limit=size_limit)
         except self._errors as exc:
-            raise CacheError(f"cannot open the cache at {self.location} ({storage_reason(exc)}): {CACHE_FIX}") from None
+            reason = storage_reason(exc)
+            raise CacheError(f"cannot open the cache at {self.location} ({reason}): {cache_fix(reason)}") from None
 
     def _do(self, what: str, call: Any, *args: Any) -> Any:
         """`call(*args)`, with a disk or SQLite failure as a one-line `CacheError`."""
         try:
             return call(*args)
         except self._errors as exc:
-            raise CacheError(f"cannot {what} the cache at {self.location} ({storage_reason(exc)}): {CACHE_FIX}") from None
+            reason = storage_reason(exc)
+            raise CacheError(f"cannot {what} the cache at {self.location} ({reason}): {cache_fix(reason)}") from None
 
     def get(self, key: str) -> bytes | None:
         value = self._do("read", self.cache.get, key)

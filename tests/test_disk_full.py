@@ -336,3 +336,17 @@ def test_an_embedding_cache_that_fills_up_is_a_warning_not_a_failure(tmp_path, t
     assert len(warnings) == 1 and "disk is full" in warnings[0] and "--cache-dir" in warnings[0]
     assert np.allclose(np.vstack([first, more[-2:]]), reference, atol=1e-5)
     assert np.allclose(embedder.encode_sync(["place of birth"]), first)  # still answered (memory)
+
+
+def test_a_damaged_cache_database_is_one_line_naming_the_fix(tmp_path, capsys):
+    argv = ["relations", "g.11b6gq6dl2", "-e", f"file:{need(CWQ_NT)}", "--cache-dir", str(tmp_path / "c")]
+    assert main(argv) == 0
+    capsys.readouterr()
+    db = tmp_path / "c" / "responses" / "cache.db"
+    data = bytearray(db.read_bytes())
+    data[100:4000] = b"x" * 3900  # the schema pages overwritten
+    db.write_bytes(bytes(data))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "(database disk image is malformed)" in err and "delete that directory" in err
+    assert main([*argv, "--no-cache"]) == 0
