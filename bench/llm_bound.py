@@ -175,9 +175,11 @@ class ScriptedLLMServer:
         prompt = body["messages"][-1]["content"]
         start = time.monotonic() - self.started
         self._mark(+1)
-        try:
+        try:  # the reply is made while the latency runs (a gold stand-in may ask its KG first)
+            made = self.replies(prompt)
+            reply = asyncio.ensure_future(made) if asyncio.isfuture(made) or asyncio.iscoroutine(made) else None
             await asyncio.sleep(self.latency)
-            text = self.replies(prompt)
+            text = await reply if reply is not None else made
         finally:
             self._mark(-1)
         self.answered += 1
@@ -224,9 +226,24 @@ class ScriptedLLMServer:
             await self._runner.cleanup()
 
 
-async def _serve(port: int, latency: float, cap: int | None, questions: Path | None) -> None:
+def gold_replies(questions: Path):
+    """Replies of kgfed's gold stand-in (`--llm gold`, engine/toolbox/gold_llm.py) over the CWQ subgraph."""
+    from kgfed.engine.harness import runner  # noqa: F401  (sets the stand-in's question loader)
+    from kgfed.engine.kg.facade import KG
+    from kgfed.engine.toolbox.gold_llm import GoldLLM
+
+    gold = GoldLLM.from_file(str(questions))
+    gold.bind({"freebase": KG.open(f"file:{CWQ_NT}", dialect="freebase")})
+
+    async def reply(prompt: str) -> str:
+        return (await gold._complete(prompt, temperature=0.0, max_tokens=256, system=None)).text
+    return reply
+
+
+async def _serve(port: int, latency: float, cap: int | None, questions: Path | None, replies: str, gold: Path) -> None:
     texts = [json.loads(line).get("question", "") for line in questions.open()] if questions else []
-    server = await ScriptedLLMServer(latency=latency, cap=cap, questions=texts).start(port)
+    made = gold_replies(gold) if replies == "gold" else minimal_reply
+    server = await ScriptedLLMServer(latency=latency, cap=cap, questions=texts, replies=made).start(port)
     print(server.url, flush=True)
     await asyncio.Event().wait()
 
@@ -234,14 +251,15 @@ async def _serve(port: int, latency: float, cap: int | None, questions: Path | N
 class ServerChild:
     """The scripted server in a child process (its own event loop and core share); `set_cap`/`reset`/`stats` over HTTP."""
 
-    def __init__(self, latency: float, questions: Path):
-        self.latency, self.questions = latency, questions
+    def __init__(self, latency: float, questions: Path, replies: str = "minimal", gold: Path = CWQ_QUESTIONS):
+        self.latency, self.questions, self.replies, self.gold = latency, questions, replies, gold
         self.process: subprocess.Popen | None = None
         self.url = ""
 
     def start(self, cap: int | None) -> str:
         command = [sys.executable, "-m", "bench.llm_bound", "--serve", "--latency", str(self.latency),
-                   "--questions", str(self.questions)] + (["--server-cap", str(cap)] if cap else [])
+                   "--questions", str(self.questions), "--replies", self.replies, "--gold", str(self.gold)]
+        command += ["--server-cap", str(cap)] if cap else []
         self.process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
         self.url = self.process.stdout.readline().strip()
         if not self.url.startswith("http://127.0.0.1:"):
@@ -288,6 +306,35 @@ class LoopLag:
             self._task.cancel()
 
 
+class GateWatch:
+    """The client's side of the cap: calls in flight through every `LLMGate` over time (patched in for the bench)."""
+
+    def __init__(self):
+        self.timeline: list[tuple[float, int]] = []
+        self.started = time.monotonic()
+        self._original = None
+
+    def __enter__(self) -> "GateWatch":
+        from kgfed.engine.toolbox.llm import LLMGate
+
+        original = self._original = LLMGate._send
+        watch = self
+
+        async def _send(gate, send):
+            watch.timeline.append((time.monotonic() - watch.started, gate.in_flight + 1))
+            try:
+                return await original(gate, send)
+            finally:
+                watch.timeline.append((time.monotonic() - watch.started, gate.in_flight))
+        LLMGate._send = _send
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from kgfed.engine.toolbox.llm import LLMGate
+
+        LLMGate._send = self._original
+
+
 def chains(intervals: Sequence[Sequence]) -> dict[str, float]:
     """Per question, the seconds at least one of its calls was in flight (its dependent chain when uncapped)."""
     by_question: dict[str, list[tuple[float, float]]] = {}
@@ -319,7 +366,7 @@ def utilisation(timeline: Sequence[Sequence], cap: int, wall_end: float) -> dict
 
 
 async def run_method(method: str, questions, server: ServerChild, *, concurrency: int, in_flight: int | None,
-                     cache_dir: str, out_dir: Path, latency: float, params: dict) -> dict:
+                     cache_dir: str, out_dir: Path, latency: float, params: dict, profile: str | None = None) -> dict:
     from kgfed.engine.harness.runner import RunSpec, run
 
     options = {"kg": "freebase", "endpoint": [f"freebase=file:{CWQ_NT}"], "cache_dir": cache_dir}
@@ -343,8 +390,19 @@ async def run_method(method: str, questions, server: ServerChild, *, concurrency
     url = server.start(concurrency)
     try:
         spec = RunSpec(method, dict(params), options, llm=f"openai:{url}#{MODEL}", llm_concurrency=concurrency)
-        with LoopLag() as lag:
+        cpu = time.process_time()
+        profiler = None
+        if profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        with LoopLag() as lag, GateWatch() as watch:
             summary = await run(spec, questions, out_dir / f"{method}-capped.jsonl", concurrency=in_flight, progress=False)
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(f"{profile}.{method}")
+        cpu = time.process_time() - cpu
         stats = await server.call("GET", "/stats")
     finally:
         server.stop()
@@ -354,8 +412,10 @@ async def run_method(method: str, questions, server: ServerChild, *, concurrency
         "seconds": summary["seconds"], "calls": stats["answered"], "rejected_429": stats["rejected"],
         "peak": stats["peak"], "failed": summary["failed"], "hits@1": summary["hits@1"],
         "llm_seconds": round(llm_seconds, 1), "bound": round(bound, 2), "ratio": round(summary["seconds"] / bound, 3),
+        "cpu_seconds": round(cpu, 2),  # this process (the run), user + system, all threads
         "loop_lag": {"total": round(lag.total, 2), "worst": round(lag.worst, 3), "over_50ms": lag.long},
         "utilisation": utilisation(stats["timeline"], concurrency, stats["timeline"][-1][0] if stats["timeline"] else 0.0),
+        "client": utilisation(watch.timeline, concurrency, watch.timeline[-1][0] if watch.timeline else 0.0),
     })
     return row
 
@@ -367,14 +427,16 @@ async def main_async(args: argparse.Namespace) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="kgfed-llm-bound-") as tmp:
         out = Path(tmp)
+        cache = str(args.cache_dir or out / "cache")
         qfile = out / "questions.jsonl"
         qfile.write_text("".join(json.dumps({"question": q.text}) + "\n" for q in questions))
-        server = ServerChild(args.latency, qfile)
+        server = ServerChild(args.latency, qfile, args.replies, args.questions)
         for method in args.methods:
             params: dict = {}
             row = await run_method(method, questions, server, concurrency=args.concurrency,
-                                   in_flight=args.in_flight or None, cache_dir=str(out / "cache"), out_dir=out,
-                                   latency=args.latency, params=params)
+                                   in_flight=args.in_flight or None, cache_dir=cache, out_dir=out,
+                                   latency=args.latency, params=params, profile=args.profile)
+            row["replies"] = args.replies
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows
@@ -388,11 +450,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per LLM call (default 0.5)")
     parser.add_argument("--concurrency", type=int, default=16, help="the LLM's cap: --llm-concurrency and the server's (16)")
     parser.add_argument("--in-flight", type=int, default=0, help="questions at once (0: the runner's default for the cap)")
+    parser.add_argument("--cache-dir", type=Path, help="keep the KG and embedding caches here (default: a temporary "
+                                                        "directory; the uncapped run warms it either way)")
+    parser.add_argument("--profile", metavar="PREFIX", help="cProfile the capped run into PREFIX.METHOD")
+    parser.add_argument("--replies", choices=["minimal", "gold"], default="minimal",
+                        help="minimal: a well-formed reply per prompt kind (default); gold: kgfed's gold stand-in's")
+    parser.add_argument("--gold", type=Path, default=CWQ_QUESTIONS, help=argparse.SUPPRESS)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--server-cap", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        asyncio.run(_serve(0, args.latency, args.server_cap, args.questions))
+        asyncio.run(_serve(0, args.latency, args.server_cap, args.questions, args.replies, args.gold))
         return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     asyncio.run(main_async(args))
