@@ -112,9 +112,9 @@ class LLMGate:
     `concurrency` caps the calls sent at once (None: no cap of kgfed's own; the provider's HTTP
     limits still hold); calls waiting for the cap go in arrival order. A `Busy` answer pauses every
     call for its Retry-After, or for a backoff that doubles with each busy answer in a row (from
-    `backoff` up to `max_backoff` seconds, with jitter), and the call is sent again; a call gives up with a one-line `LLMError` after `max_attempts`
-    sends or `max_wait` seconds of waiting, and at once when the LLM asks for more than
-    `max_retry_after` seconds. `stats` counts `calls`, `busy`, `retries`, `paused` (seconds) and
+    `backoff` up to `max_backoff` seconds, with jitter), and the call is sent again; a call gives up
+    with a one-line `LLMError` after `max_attempts` sends or `max_wait` seconds of waiting, and at
+    once when the LLM asks for more than `max_retry_after` seconds. `stats` counts `calls`, `busy`, `retries`, `paused` (seconds) and
     the `peak` of calls in flight.
     """
 
