@@ -54,3 +54,18 @@ def test_sparqlwrapper_drop_in_on_a_file_answers_ask_and_raises_the_genuine_erro
         assert "file:" in str(exc) and "\n" not in str(exc)
     else:
         raise AssertionError("a malformed query must raise QueryBadFormed")
+
+
+def test_the_drop_in_imports_neither_aiohttp_nor_the_kg_facade():
+    """PoG's import line pays for SPARQLWrapper and kgfed's HTTP client only (aiohttp alone took 0.4 s to import)."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom kgfed.engine.kg.sync import SPARQLWrapper, JSON, XML\n"
+              "print(sorted(m for m in ('aiohttp', 'kgfed.engine.kg.facade', 'pandas', 'pyoxigraph') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    from kgfed.engine.kg import KG as lazy  # the package still offers KG, imported on first use
+
+    assert lazy is KG

@@ -7,7 +7,10 @@ endpoint answers the templates the way kgfed needs.
 Until 0.2.0 `kgfed.engine.kg` was one module; the other names it offered still resolve here, with a
 `DeprecationWarning` naming their new module, until 0.3.0.
 """
-from .facade import KG
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .facade import KG
 
 __all__ = ["KG"]
 
@@ -17,7 +20,12 @@ _MOVED_NAMES = {**dict.fromkeys(("default_max_age", "LIVE_MAX_AGE", "Triple"), "
 
 
 def __getattr__(name: str):
-    """`from kgfed.engine.kg import Edge` (0.1.0): the object, with a DeprecationWarning (PEP 562)."""
+    """`KG`, imported on first use (the SPARQLWrapper drop-in in `.sync` never loads the facade and aiohttp);
+    `from kgfed.engine.kg import Edge` (0.1.0): the object, with a DeprecationWarning (PEP 562)."""
+    if name == "KG":
+        from .facade import KG
+
+        return KG
     if name not in _MOVED_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib

@@ -71,7 +71,7 @@ import weakref
 from collections import Counter
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode, urljoin, urlsplit
 
 import SPARQLWrapper as _sw
@@ -88,7 +88,9 @@ from ...endpoints.client import HttpClient
 from ...endpoints.transport import Request, Response, TransportConnectError, TransportTimeout, TransportTruncated
 from ...sparql.errors import EndpointError, EndpointTimeout, KgfedError
 from ...sparql.secrets import redact, split_credentials, strip_credentials
-from .facade import KG
+
+if TYPE_CHECKING:  # imported when a SyncKG opens: the drop-in alone never loads the facade (nor aiohttp)
+    from .facade import KG
 
 __all__ = [
     *_sw.__all__,
@@ -133,6 +135,8 @@ class SyncKG:
 
     @classmethod
     def open(cls, spec: str, **options) -> "SyncKG":
+        from .facade import KG
+
         runner = _LoopThread()
 
         async def make() -> KG:
