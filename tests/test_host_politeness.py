@@ -101,3 +101,24 @@ async def test_a_run_shares_one_client_between_kgs_text_source_and_llm(tmp_path)
         assert {id(kg.endpoint.inner.client) for kg in runtime.kgs.values()} == {id(shared)}
         assert runtime.text.client is shared and runtime.llm._http() is shared
     assert shared.closed
+
+
+async def test_fallbacks_share_the_runs_client_and_its_per_host_caps():
+    """A fallback is one more endpoint of the run: same HttpClient, so qlever.dev's cap of 4 holds for a KG
+    whose fallback is on qlever.dev together with another KG served from there."""
+    host = Host()
+    http = HttpClient(transport=MockTransport(host), contact="me@example.org", backoff=0.01, retries=0)
+    kgs = open_kgs(argparse.Namespace(**{**KG_OPTION_DEFAULTS, **FEDERATION, "endpoint": [
+        "wikidata=https://query.wikidata.org/sparql", "freebase=qlever-freebase"], "fallback": ["wikidata=qlever-wikidata"]}),
+        client=http)
+    try:
+        wikidata = kgs["wikidata"]
+        assert wikidata.endpoints == ["https://query.wikidata.org/sparql", "https://qlever.dev/api/wikidata"]
+        assert {id(cached.inner.client) for cached, _ in wikidata._routes} == {id(http)}
+        wikidata._down_until[0] = time.monotonic() + 60  # WDQS found down: the fallback answers
+        await ask_both(kgs, 12)
+    finally:
+        await close_kgs(kgs)
+        await http.aclose()
+    assert len(host.arrivals) == 24 and {p for _, p in host.arrivals} == {"/api/wikidata", "/api/freebase"}
+    assert host.peak == POLITE_HOSTS["qlever.dev"] == 4
