@@ -22,6 +22,7 @@ import struct
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
@@ -280,6 +281,18 @@ class _Worker:
                 self.proc.kill()
 
 
+_ALL_WORKERS: "weakref.WeakSet[QueryWorkers]" = weakref.WeakSet()
+
+
+def stop_query_workers() -> int:
+    """Kill every query worker process of this process now (a server shutting down: the queries they run
+    end at once, and whoever awaits them gets an error instead of waiting). Returns how many pools."""
+    pools = list(_ALL_WORKERS)
+    for pool in pools:
+        pool.close()
+    return len(pools)
+
+
 class QueryWorkers:
     """`size` worker processes holding the same store; a query past its time (or abandoned) kills its worker.
 
@@ -300,6 +313,7 @@ class QueryWorkers:
         self._closed = False
         self.stats = {"started": 0, "killed": 0, "died": 0}
         self.load_seconds: list[float] = []
+        _ALL_WORKERS.add(self)
 
     async def _spawn(self) -> _Worker:
         started = time.perf_counter()

@@ -305,8 +305,10 @@ class Engine:
         return cls(options, open_kgs(list(options.kgs), http=options.http, cache=options.cache))
 
     async def aclose(self) -> None:
+        from ...endpoints.embedded import stop_query_workers
         from ..config import close_kgs
 
+        stop_query_workers()  # queries still running end now (their callers get an error), so nothing waits on them
         try:
             for closer in (getattr(self._text, "aclose", None), getattr(self._llm, "aclose", None),
                            getattr(self._text_client, "aclose", None)):
@@ -1001,6 +1003,32 @@ class ServerOptions:
     query_workers: int = 2  # sparql: queries at once (and worker processes per file store)
 
 
+async def _serve_http(server: MCPServer, port: int) -> None:
+    """`run_streamable_http_async` with a bounded graceful shutdown: on Ctrl-C uvicorn waits at most
+    `SHUTDOWN_GRACE` seconds for calls in flight (a `sparql` call may wait up to --timeout), then cancels them."""
+    import uvicorn
+
+    from ...endpoints.embedded import stop_query_workers
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            stop_query_workers()  # sparql calls in flight end now, with an error, instead of holding the shutdown
+
+    def cancelled_on_shutdown(record: logging.LogRecord) -> bool:
+        """uvicorn logs a call cancelled after the grace period as a traceback: a stop is not an error."""
+        return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+
+    logging.getLogger("uvicorn.error").addFilter(cancelled_on_shutdown)
+    app = server.streamable_http_app(host="127.0.0.1")
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level=server.settings.log_level.lower(),
+                            timeout_graceful_shutdown=SHUTDOWN_GRACE)
+    await Server(config).serve()
+
+
+SHUTDOWN_GRACE = 2.0
+
+
 async def serve(options: ServerOptions) -> int:
     """Open the engine, then serve MCP on stdio or streamable HTTP until the client or a signal ends it."""
     engine = Engine.open(options)
@@ -1016,7 +1044,7 @@ async def serve(options: ServerOptions) -> int:
             _check_port(options.port)
             print(f"kgfed: MCP server on http://127.0.0.1:{options.port}/mcp (streamable HTTP; Ctrl-C stops it)",
                   file=sys.stderr)
-            await server.run_streamable_http_async(host="127.0.0.1", port=options.port)
+            await _serve_http(server, options.port)
     finally:
         await engine.aclose()
     return 0
