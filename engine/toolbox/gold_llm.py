@@ -89,6 +89,9 @@ def _whole(line: str, start: int, end: int) -> bool:
     before = line[:start].rstrip(" ")
     after = line[end:].lstrip(" ")
     opens = not before or before[-1] in _OPEN or before.endswith((" -", "-]-", "->"))
+    if not opens:  # a role of an n-ary fact in lower-case words before the value: `; office holder Abdullah al-Thani`
+        cut = max(before.rfind(ch) for ch in _OPEN)
+        opens = cut >= 0 and re.fullmatch(r"[a-z][a-z ]*", before[cut + 1:].strip()) is not None
     closes = not after or after[0] in _CLOSE or after.startswith(("- ", "-[", "<-", "(reverse)"))
     return opens and closes
 
@@ -176,8 +179,9 @@ class Gold:
         """The first gold answer the evidence shows, as the evidence writes it, else None.
 
         KG evidence (triplets, paths, facts) must show it as a whole element: between delimiters
-        (line ends, commas, braces, brackets, parentheses, arrows, quotes), so `Guatemala` is not read
-        out of `Guatemala Department`; prose (passages, and lines of a path listing quoting a passage)
+        (line ends, commas, braces, brackets, parentheses, arrows, quotes; an n-ary fact's lower-case
+        role before it), so `Guatemala` is not read out of `Guatemala Department` or `Korea` out of
+        `South Korea`; prose (passages, and lines of a path listing quoting a passage)
         between word boundaries."""
         return next(self.answers_in(evidence, prose=prose), None)
 
@@ -210,10 +214,10 @@ class Gold:
             return sum(leg in self.relation_forms for leg in legs) / len(legs)
         return 0.0
 
-    def text_score(self, text: str) -> float:
+    def text_score(self, text: str, *, prose: bool = False) -> float:
         """A path or fact text: 3 for a gold answer in it, 1 per gold relation, 0.5 per gold entity it names,
         minus 0.5 per PoG step (`{ -> r ->}`) off the gold query."""
-        score = 3.0 if self.answer_in(text) else 0.0
+        score = 3.0 if self.answer_in(text, prose=prose) else 0.0
         if self._relation_re is not None:
             score += len({m.group(0).casefold() for m in self._relation_re.finditer(text)})
         if self._entity_re is not None:
@@ -637,6 +641,7 @@ def _inses_rag(gold: Gold, prompt: str) -> str:
 
 
 # PRoH -------------------------------------------------------------------------------------------------------------
+# PRoH shows facts as `subject relation words object` (hyperedge names) without delimiters: they are read as prose.
 def _proh_plan(gold: Gold, prompt: str) -> str:
     return json.dumps({"subquestions": [{"id": 1, "question": gold.text, "depends_on": []}]}, ensure_ascii=False)
 
@@ -659,23 +664,23 @@ def _proh_directions(gold: Gold, prompt: str) -> str:
     f = _fields(P.PROH_DIRECTIONS_PROMPT, prompt)
     lines = _numbered_lines(f.get("paths", ""))
     width = int(f["b"]) if f.get("b", "").isdigit() else 3
-    scores = [gold.text_score(text) for _, text in lines]
+    scores = [gold.text_score(text, prose=True) for _, text in lines]
     return json.dumps({"selection": ", ".join(str(lines[i][0]) for i in _ranked(scores)[:width])})
 
 
 def _proh_paths(gold: Gold, prompt: str) -> str:
     lines = _numbered_lines(_fields(P.PROH_PATHS_PROMPT, prompt).get("paths", ""))
-    return json.dumps({"selection": ", ".join(str(n) for n, text in lines if gold.answer_in(text))})
+    return json.dumps({"selection": ", ".join(str(n) for n, text in lines if gold.answer_in(text, prose=True))})
 
 
 def _proh_step(gold: Gold, prompt: str) -> str:
     context = _fields(P.PROH_STEP_PROMPT, prompt).get("context", "")
-    found = list(dict.fromkeys(gold.answers_in(context)))
+    found = list(dict.fromkeys(gold.answers_in(context, prose=True)))
     return json.dumps({"answers": found[:3]}, ensure_ascii=False)
 
 
 def _proh_final(gold: Gold, prompt: str) -> str:
-    answer = gold.answer_in(_fields(P.PROH_FINAL_PROMPT, prompt).get("steps", ""))
+    answer = gold.answer_in(_fields(P.PROH_FINAL_PROMPT, prompt).get("steps", ""), prose=True)
     return json.dumps({"reasoning": "From the reasoning steps." if answer else "The steps do not name the answer.",
                        "answer": answer or UNKNOWN}, ensure_ascii=False)
 
