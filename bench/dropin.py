@@ -25,6 +25,9 @@ it, the genuine library against the cold drop-in (an empty cache directory, each
 the drop-in with its cache off, interleaved, `--repeat` rounds (the order rotates); it reports the
 median wall time and the cold drop-in's ratio to the genuine library's.
 
+`--processes` runs each way as a whole process instead (interpreter start, imports, the queries, exit with
+the cache written), as a user runs a script.
+
 `--workload httpserver` is the same against Python's `http.server` (HTTP/1.1 keep-alive, Nagle's
 algorithm on, answers written as headers then body): the case where a kept-alive client waited
 ~40 ms per query for a delayed ACK.
@@ -227,6 +230,49 @@ def measure_distinct(url: str, queries: list[str], repeat: int) -> dict:
     return row
 
 
+PROCESS_SCRIPT = """
+import json, sys
+if sys.argv[1] == "genuine":
+    from SPARQLWrapper import SPARQLWrapper, JSON
+else:
+    from kgfed.engine.kg.sync import SPARQLWrapper, JSON
+url, queries = json.load(open(sys.argv[2]))
+for query in queries:
+    sparql = SPARQLWrapper(url)
+    sparql.setQuery(query)
+    sparql.setReturnFormat(JSON)
+    sparql.query().convert()
+"""
+
+
+def measure_processes(url: str, queries: list[str], repeat: int) -> dict:
+    """Whole processes (start, import, the queries, exit with the cache written), as a user runs a script."""
+    import os
+    import subprocess
+    import sys
+
+    ways = ("genuine", "cold", "cache off")
+    walls: dict[str, list[float]] = {w: [] for w in ways}
+    with tempfile.TemporaryDirectory() as work:
+        data = Path(work) / "queries.json"
+        data.write_text(json.dumps([url, queries]))
+        for i in range(repeat + 1):  # the first round is unmeasured (the OS's file cache)
+            for way in ways[i % 3:] + ways[:i % 3]:
+                env = {**os.environ, "KGFED_CACHE_DIR": tempfile.mkdtemp(dir=work)}
+                if way == "cache off":
+                    env["KGFED_NO_CACHE"] = "1"
+                started = time.perf_counter()
+                subprocess.run([sys.executable, "-c", PROCESS_SCRIPT, way.split()[0], str(data)], env=env, check=True)
+                if i:
+                    walls[way].append(time.perf_counter() - started)
+    row: dict = {"workload": "processes", "queries": len(queries), "repeat": repeat}
+    for way in ways:
+        row[way] = {"wall_s": round(statistics.median(walls[way]), 3), "walls": [round(w, 3) for w in walls[way]]}
+    row["cold_vs_genuine"] = round(row["cold"]["wall_s"] / row["genuine"]["wall_s"], 3)
+    row["paired_cold_vs_genuine"] = round(statistics.median(c / g for c, g in zip(walls["cold"], walls["genuine"])), 3)
+    return row
+
+
 def markdown_distinct(row: dict) -> str:
     lines = ["| way | wall s (median) | ms / query | vs genuine | client CPU ms / query | walls |",
              "|---|---:|---:|---:|---:|---|"]
@@ -298,6 +344,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--width", type=int, default=3)
     parser.add_argument("--depth", type=int, default=2)
     parser.add_argument("--queries", type=int, default=300, help="distinct queries (--workload distinct/httpserver)")
+    parser.add_argument("--processes", action="store_true",
+                        help="--workload distinct/httpserver: each way as a whole process (import and exit included)")
     parser.add_argument("--repeat", type=int, default=None,
                         help="interleaved repetitions; medians are reported (default 5 for tog, 3 otherwise)")
     args = parser.parse_args(argv)
@@ -307,8 +355,18 @@ def main(argv: list[str] | None = None) -> dict:
         with nullcontext(args.url) if args.url else start_server("oxigraph") as url:
             queries = distinct_queries(url, args.queries)
             with nagle_http_server(url, queries) if args.workload == "httpserver" else nullcontext(url) as target:
-                row = measure_distinct(target, queries, repeat)
-        row["workload"] = args.workload
+                if args.processes:
+                    row = measure_processes(target, queries, repeat)
+                else:
+                    row = measure_distinct(target, queries, repeat)
+        row["workload"] = args.workload + (" (whole processes)" if args.processes else "")
+        if args.processes:
+            print("| way | wall s (median) | walls |\n|---|---:|---|")
+            for way in ("genuine", "cold", "cache off"):
+                print(f"| {way} | {row[way]['wall_s']:.3f} | {', '.join(f'{w:.3f}' for w in row[way]['walls'])} |")
+            print(f"\ncold / genuine = {row['cold_vs_genuine']} (median of paired ratios {row['paired_cold_vs_genuine']})")
+            (OUT / f"dropin_{args.workload}_processes.json").write_text(json.dumps(row, indent=2))
+            return row
         (OUT / f"dropin_{args.workload}.json").write_text(json.dumps(row, indent=2))
         print(markdown_distinct(row))
         print(f"\n{row['queries']} distinct queries per run, {repeat} interleaved rounds; cold / genuine = "

@@ -322,8 +322,10 @@ class _RawCache:
     thread waits `linger` seconds after the first queued answer (or `batch_size` answers), then checks
     each body (a complete SPARQL-JSON document of the query's form; refused ones are dropped), encodes
     it (`marshal`) and stores the batch with one `executemany` in one transaction. An answer still
-    queued is served to a repeat at once, checked first. Several processes may share the directory
-    (SQLite locking, a 30 s busy timeout); a failing disk costs a warning, never an answer.
+    queued is served to a repeat at once, checked first. A new file is created (WAL set up, the table
+    made: ~50 ms of disk syncs) by the writer, not the caller; until then every lookup is a miss, which
+    it is anyway. Several processes may share the directory (SQLite locking, a 30 s busy timeout); a
+    failing disk costs a warning, never an answer.
     """
 
     linger, batch_size = 0.2, 2048
@@ -333,17 +335,28 @@ class _RawCache:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / self.FILE
+        self._existed = self.path.exists()  # answers to read at once; else none until the writer made the file
+        self._ready = threading.Event()
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        writer = self._connect()  # created (and the table) here, so a read-only place fails at once
-        writer.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID")
-        writer.commit()
         self._queue: queue.Queue = queue.Queue()
         self._closing = threading.Event()
         self._pending: dict[str, tuple[Entry, str]] = {}
-        self._writer = threading.Thread(target=self._write_loop, args=(writer,), name="kgfed-sync-cache", daemon=True)
+        self._writer = threading.Thread(target=self._write_loop, name="kgfed-sync-cache", daemon=True)
         self._writer.start()
+
+    def _open_for_writing(self) -> sqlite3.Connection | None:
+        try:
+            connection = self._connect()
+            connection.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID")
+            return connection
+        except (sqlite3.Error, OSError) as exc:
+            warnings.warn(f"kgfed: the drop-in cannot keep answers in {self.directory} ({exc}); queries are sent "
+                          "uncached: give a writable cache_dir= or KGFED_CACHE_DIR, or set KGFED_NO_CACHE=1", RuntimeWarning)
+            return None
+        finally:
+            self._ready.set()
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
@@ -365,6 +378,8 @@ class _RawCache:
         if queued is not None:  # a repeat of an answer not yet written: checked as the writer would
             entry, kind = queued
             return entry if kind == query_type and complete_document(entry[2], kind) else None
+        if not (self._existed or self._ready.is_set()):
+            return None
         try:
             row = self._reader().execute("SELECT value FROM answers WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error:  # a locked or damaged file: a miss, the query is sent
@@ -382,7 +397,8 @@ class _RawCache:
         self._pending[key] = (entry, query_type)
         self._queue.put(key)
 
-    def _write_loop(self, connection: sqlite3.Connection) -> None:
+    def _write_loop(self) -> None:
+        connection = self._open_for_writing()  # None: unusable, answers are dropped (one warning said so)
         while True:
             batch = [self._queue.get()]
             if batch[0] is not None:
@@ -401,7 +417,7 @@ class _RawCache:
                     time.sleep(0)  # just arrived gets the GIL now, not after the 5 ms switch interval
                     since = time.perf_counter()
             try:
-                if rows:
+                if rows and connection is not None:
                     with connection:  # one transaction
                         connection.execute("BEGIN")
                         connection.executemany("INSERT OR REPLACE INTO answers (key, value) VALUES (?, ?)", rows)
