@@ -241,7 +241,7 @@ class Bounds:
     """Limits of an untrusted caller's query: seconds, extra memory of its worker, workers per store."""
 
     timeout: float = 60.0
-    memory_mb: int = 1024
+    memory_mb: int = 512
     workers: int = 2
 
 
@@ -249,7 +249,7 @@ _BOUNDS: ContextVar[Bounds | None] = ContextVar("kgfed_embedded_bounds", default
 
 
 @contextlib.contextmanager
-def bounded(timeout: float = 60.0, memory_mb: int = 1024, workers: int = 2) -> Iterator[Bounds]:
+def bounded(timeout: float = 60.0, memory_mb: int = 512, workers: int = 2) -> Iterator[Bounds]:
     """Queries an embedded store gets inside this block run in a killable worker process under these limits
     (tasks started inside inherit it). HTTP endpoints ignore it: the server and `--timeout` bound them."""
     limits = Bounds(float(timeout), int(memory_mb), max(1, int(workers)))
@@ -301,13 +301,13 @@ class QueryWorkers:
     """
 
     def __init__(self, paths: Sequence[str] | None, *, store: ox.Store | None = None, size: int = 2,
-                 memory_mb: int = 1024, name: str = "the embedded store"):
+                 memory_mb: int = 512, name: str = "the embedded store"):
         self.paths = list(paths or [])
         self._dump = None if self.paths else store.dump(format=ox.RdfFormat.N_QUADS) if store is not None else b""
         self.size = size
         self.memory_mb = memory_mb
         self.name = name
-        self._idle: asyncio.Queue[_Worker] | None = None
+        self._idle: asyncio.Queue[_Worker | str] | None = None
         self._all: set[_Worker] = set()
         self._starting: set[asyncio.Task] = set()
         self._closed = False
@@ -344,22 +344,22 @@ class QueryWorkers:
             return
 
         async def start() -> None:
-            try:
-                worker = await self._spawn()
-            except (OSError, asyncio.IncompleteReadError) as exc:
-                log.warning("could not start a query worker for %s: %s", self.name, exc)
-                return
-            if self._closed:
-                worker.kill()
-                return
             assert self._idle is not None
+            try:
+                worker: _Worker | str = await self._spawn()
+            except (OSError, asyncio.IncompleteReadError) as exc:  # a caller waiting for a worker hears why
+                worker = f"could not start a query worker for {self.name} ({exc.__class__.__name__}: {exc})"
+            if self._closed:
+                if isinstance(worker, _Worker):
+                    worker.kill()
+                return
             self._idle.put_nowait(worker)
 
         task = asyncio.get_running_loop().create_task(start())
         self._starting.add(task)
         task.add_done_callback(self._starting.discard)
 
-    def _ensure(self) -> asyncio.Queue[_Worker]:
+    def _ensure(self) -> asyncio.Queue[_Worker | str]:
         if self._idle is None:
             self._idle = asyncio.Queue()
             for _ in range(self.size):
@@ -374,7 +374,11 @@ class QueryWorkers:
         worker: _Worker | None = None
         try:
             async with asyncio.timeout(timeout):
-                worker = await idle.get()
+                got = await idle.get()
+                if isinstance(got, str):  # its start failed: say so, and try a new one for the next call
+                    self._replace()
+                    raise EndpointError(f"{got}: check the installation (python -m kgfed.endpoints.oxiworker)")
+                worker = got
                 kind, payload = await worker.ask(query)
         except TimeoutError:
             if worker is None:

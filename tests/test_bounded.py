@@ -141,3 +141,19 @@ async def test_a_gzip_bomb_stops_at_the_body_cap():
             assert len(result.rows) == 64_001
     finally:
         await runner.cleanup()
+
+
+async def test_a_worker_that_cannot_start_is_one_line_not_a_wait(monkeypatch, tmp_path):
+    need(CWQ_NT)
+    import kgfed.endpoints.embedded as embedded
+
+    monkeypatch.setattr(embedded.sys, "executable", str(tmp_path / "no-python"))
+    endpoint = EmbeddedEndpoint([CWQ_NT])
+    try:
+        with bounded(timeout=30, workers=1):
+            started = time.monotonic()
+            with pytest.raises(EndpointError, match="could not start a query worker .*FileNotFoundError"):
+                await endpoint.select("ASK { ?s ?p ?o }")
+            assert time.monotonic() - started < 5
+    finally:
+        await endpoint.aclose()

@@ -999,7 +999,7 @@ class ServerOptions:
     transport: str = "stdio"  # or "http": streamable HTTP on 127.0.0.1:`port`
     port: int = 8765
     query_timeout: float | None = None  # sparql on a file store: seconds per query (None: http.timeout, i.e. --timeout)
-    query_memory_mb: int = 1024  # sparql on a file store: memory a query's worker may add to the loaded store
+    query_memory_mb: int = 512  # sparql on a file store: memory a query's worker may add to the loaded store
     query_workers: int = 2  # sparql: queries at once (and worker processes per file store)
 
 
