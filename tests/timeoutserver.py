@@ -57,6 +57,8 @@ class TimeoutServer:
         self.delay = delay
         self.asked: Counter[int] = Counter()
         self.timeouts = 0
+        self.refused: list[str] = []  # the queries answered with a timeout (or a partial answer)
+        self.queries: list[str] = []  # every query received
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -70,11 +72,13 @@ class TimeoutServer:
         query = {**request.query, **form}.get("query", "")
         size = values_terms(query)
         self.asked[size] += 1
+        self.queries.append(query)
         if self.shape == "down":
             return web.Response(status=500, text="upstream connect error or disconnect/reset before headers")
         heavy = self.shape is not None and size > self.max_terms
         if heavy:
             self.timeouts += 1
+            self.refused.append(query)
         if heavy and self.shape == "qlever":
             doc = {"exception": "Operation timed out. Last operation: IndexScan ?e ?r ?x", "query": query,
                    "resultsize": 0, "status": "ERROR", "time": {"computeResult": 60012, "total": 60012}}
