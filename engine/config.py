@@ -225,8 +225,11 @@ def open_kg(spec: KGSpec, *, http: HttpOptions = HttpOptions(), cache: CacheOpti
                              client=client, fallbacks=spec.fallbacks)
     except UnknownEndpoint:
         if dialect is None and endpoint.startswith(("http://", "https://")):
-            raise UnknownEndpoint(f"endpoint {endpoint} of KG {spec.name!r} needs a dialect: write --endpoint "
-                                  f"{spec.name}=freebase@{endpoint} or {spec.name}=wikidata@{endpoint}") from None
+            from ..sparql.secrets import redact
+
+            shown = redact(endpoint)  # never a URL's password
+            raise UnknownEndpoint(f"endpoint {shown} of KG {spec.name!r} needs a dialect: write --endpoint "
+                                  f"{spec.name}=freebase@{shown} or {spec.name}=wikidata@{shown}") from None
         raise
 
 
