@@ -72,9 +72,9 @@ async def test_relations_many_over_40_entities_equals_the_healthy_answer(shape, 
     entities = cwq_topics(40)
     expected = await _answers(healthy.url, entities)
     options = {"partial": "retry"} if shape == "virtuoso" else {}
-    if shape == "slow":
-        options["timeout"] = 0.4
-    with TimeoutServer(cwq_store, shape=shape, max_terms=2, delay=1.5) as server:
+    if shape == "slow":  # heavy blocks answer after 3 s, the client waits 1 s (a loaded machine answers the rest in time)
+        options["timeout"] = 1.0
+    with TimeoutServer(cwq_store, shape=shape, max_terms=2, delay=3.0) as server:
         relations, edges, labels, stats = await _answers(server.url, entities, **options)
     assert relations == expected[0] and [list(v) for v in relations.values()] == [list(v) for v in expected[0].values()]
     assert sum(map(len, relations.values())) > 100  # a real answer, not two empty ones
