@@ -103,6 +103,13 @@ def test_a_run_on_the_wrong_kg_file_stops_too(capsys, tmp_path):
     assert code == 2 and "holds none of the questions' topic entities" in line and "--endpoint" in line
 
 
+def test_a_run_whose_kgs_miss_the_topics_dialect_stops(capsys, tmp_path):
+    code, _, err = run(capsys, "run", need(CWQ_QUESTIONS), "--kg", "wikidata", "--limit", "2", "--out", tmp_path / "o.jsonl",
+                       "--no-progress")
+    line = one_line_error(err)
+    assert code == 2 and "topic entities are freebase ids (m.01tzh" in line and "--kg freebase --endpoint freebase=" in line
+
+
 @pytest.mark.parametrize("argv, expected", [
     (["relations", "m.0282x"], "(m.0282x is a Freebase id: add --dialect freebase)"),
     (["labels", "Q42", "--dialect", "freebase"], "(Q42 is a Wikidata id: add --dialect wikidata)"),

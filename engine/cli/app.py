@@ -604,7 +604,9 @@ def _interrupted(command_line: bool) -> int:
     _acknowledge()
     notes = (getattr(sys.modules.get(f"kgfed.engine.harness.{m}"), "interrupted_note", None) for m in ("runner", "extract"))
     print(f"kgfed: {next((n for n in notes if n), None) or 'interrupted'}", file=sys.stderr, flush=True)
-    if command_line and ("torch" in sys.modules or "sentence_transformers" in sys.modules):
+    if not command_line:  # the caller's process goes on: let running encodings finish (seconds at most)
+        _settle_embeddings()
+    elif "torch" in sys.modules or "sentence_transformers" in sys.modules:
         import atexit
         import logging
 
@@ -640,9 +642,15 @@ def missing_extra_line(exc: ModuleNotFoundError, command: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """The `kgfed` command (`argv`: the arguments; None: the command line, which may end the process itself)."""
     status = _main(argv)
-    if argv is None:
+    if _is_command_line(argv):
         _leave_safely(status)
     return status
+
+
+def _is_command_line(argv: list[str] | None) -> bool:
+    """Whether `main` runs the process's own command line (`kgfed …`, `sys.exit(main(sys.argv[1:]))`), which
+    may then end the process itself; an in-process call with other arguments (a test, a script) never does."""
+    return argv is None or list(argv) == sys.argv[1:]
 
 
 def _leave_safely(status: int) -> None:
@@ -701,7 +709,7 @@ def _main(argv: list[str] | None = None) -> int:
         print(f"kgfed: error: {redact(_hint(args, str(exc), exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # printed once; an interrupted run (or extract) says what it kept
-        return _interrupted(command_line=argv is None)
+        return _interrupted(command_line=_is_command_line(argv))
     except ModuleNotFoundError as exc:  # an optional package of an extra: name the extra, not the module's traceback
         line = missing_extra_line(exc, getattr(args, "command", ""))
         if line is None or os.environ.get("KGFED_DEBUG"):

@@ -512,7 +512,8 @@ class Tally:
     def line(self) -> str:
         f = self.figures()
         failed = f" · {len(self.failures)} failed" if self.failures else ""
-        return (f"Hits@1 {f['hits@1']:.3f} · cache {f['cache_hit_rate']:.0%} · {f['questions_per_second']:.1f} q/s · "
+        scored = any(has_gold(q) for q in self.by_id.values())  # plain questions: nothing to score
+        return (f"{'Hits@1 ' + format(f['hits@1'], '.3f') if scored else 'no gold'} · cache {f['cache_hit_rate']:.0%} · {f['questions_per_second']:.1f} q/s · "
                 f"{f['queries_per_second']:.0f} queries/s{failed}")
 
 
@@ -578,6 +579,16 @@ async def check_topics(kgs: Mapping[str, Any], questions: Sequence[Question], de
     would otherwise run to the end with every answer wrong. `demo` names the KGs opened on the demo KG.
     A KG that cannot be asked (offline miss, endpoint error) is not judged here: the run reports it."""
     demo = set(demo)
+    given: dict[str, list[str]] = {}
+    for question in questions[:TOPIC_CHECK]:
+        for kg, ids in question.topics.items():
+            given.setdefault(kg, []).extend(i for i in ids if i not in given.get(kg, []))
+    usable = {kg.dialect.name for kg in kgs.values()} | set(kgs)
+    if given and not set(given) & usable:  # topics only for KGs the run does not have: all would be linked anew
+        other = sorted(given)[0]
+        shown = ", ".join(given[other][:3]) + (", …" if len(given[other]) > 3 else "")
+        raise KgfedError(f"the questions' topic entities are {other} ids ({shown}) but the run's KGs are "
+                         f"{', '.join(kgs)}: add --kg {other} --endpoint {other}=SPEC (e.g. {other}=file:KG.nt)")
     for name, kg in kgs.items():
         ids: list[str] = []
         for question in questions:
@@ -585,7 +596,7 @@ async def check_topics(kgs: Mapping[str, Any], questions: Sequence[Question], de
             ids += [i for i in topics if i not in ids]
             if len(ids) >= TOPIC_CHECK:
                 break
-        ids = ids[:TOPIC_CHECK]
+        ids = ids[:TOPIC_CHECK]  # (a question without topics for this KG has them linked from its text)
         if not ids:
             continue
         try:
