@@ -93,6 +93,12 @@ async def cmd_extract(args: argparse.Namespace) -> int:
     if args.topics_only:
         count = write_topics(args.questions, args.out)
         print(f"kgfed: wrote {count} questions' ids and topic entities to {args.out}", file=sys.stderr)
+        from ..harness.datasets import load_dataset
+
+        bare = sum(1 for q in load_dataset(args.questions) if not any(q.topics.values()))
+        if bare:  # a plain question file: the text is not frozen, so nothing can be linked later
+            print(f"kgfed: warning: {bare} of them have no topic entities: extract from the question file itself "
+                  f"(kgfed extract {args.questions} -e SPEC …), which links them from their text", file=sys.stderr)
         return 0
     if not args.endpoint:
         raise KgfedError("kgfed extract needs --endpoint SPEC (the KG to extract from), e.g. -e qlever-freebase")
