@@ -1,0 +1,484 @@
+"""The engine one `kgfed mcp` run shares, and what each tool does with it (no MCP SDK here).
+
+`Engine` holds the KGs (opened by `open_kgs` from `ServerOptions`), the aligner and, lazily, the text
+source, the LLM and the embedder; each tool is one `Engine` method returning (structured data, text).
+The `sparql` method checks the query with `kgfed.sparql.guard` against the KG's `ServicePolicy` and runs
+it in a lane of its own under `endpoints.embedded.bounded` (see `server`'s docstring).
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+from ...sparql.dialects import COMPOUND_SEP
+from ...sparql.errors import InvalidIdentifier, KgfedError
+from ...sparql.guard import ServicePolicy, analyse
+from ...sparql.secrets import redact
+from ..config import AlignOptions, CacheOptions, HttpOptions, KGSpec
+from ..federation.topics import topics_from_ids
+from .schemas import (MAX_IDS, AlignmentOut, Cost, EdgeOut, HitOut, LabelOut, LinkOut, NodeOut, PassageOut,
+                      PathOut, RelationOut, StepOut)
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """What one `kgfed mcp` server serves (its KGs, HTTP and cache options, alignment, LLM, text) and how."""
+
+    kgs: tuple[KGSpec, ...] = (KGSpec("freebase"), KGSpec("wikidata"))
+    http: HttpOptions = HttpOptions()
+    cache: CacheOptions = CacheOptions()
+    align: AlignOptions = AlignOptions()
+    llm: str = "none"  # the ask tool's LLM spec (`make_llm`)
+    llm_concurrency: int | None = None  # LLM calls in flight for every ask together (`--llm-concurrency`)
+    text_source: str | None = None  # None: Wikipedia beside a live endpoint, else the demo extracts
+    transport: str = "stdio"  # or "http": streamable HTTP on 127.0.0.1:`port`
+    port: int = 8765
+    query_timeout: float | None = None  # sparql on a file store: seconds per query (None: http.timeout, i.e. --timeout)
+    query_memory_mb: int = 512  # sparql on a file store: memory a query's worker may add to the loaded store
+    query_workers: int = 2  # sparql: queries at once (and worker processes per file store)
+
+
+# -- the engine a server run shares ----------------------------------------------------------------
+def _cost(counter: Mapping[str, float], seconds: float | None = None) -> Cost:
+    data = {k: v for k, v in counter.items() if k in Cost.model_fields}
+    if seconds is not None:
+        data["seconds"] = round(seconds, 4)
+    return Cost(**data)
+
+
+def _partial(answers: Sequence[Any]) -> dict[str, Any]:
+    """`partial`/`partial_note` of the engine's answers (`Answer`/`AnswerMap` carry them; anything else is complete)."""
+    cut = [a for a in answers if getattr(a, "partial", False)]
+    notes = dict.fromkeys(n for a in cut for n in (getattr(a, "notes", ()) or ("incomplete",)))
+    return {"partial": bool(cut), "partial_note": "; ".join(notes) or None}
+
+
+def _short(text: str | None, width: int = 60) -> str:
+    if text is None:
+        return ""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+class Engine:
+    """The KGs, aligner, text source, LLM and methods one `kgfed mcp` run shares across sessions."""
+
+    def __init__(self, options: "ServerOptions", kgs: Mapping[str, Any]):
+        self.options = options
+        self.kgs = kgs  # as `open_kgs` returns them: with the run's one HttpClient (`kgs.client`), closed with them
+        self._aligner = None
+        self._text = None
+        self._text_client = None
+        self._llm = None
+        self._embedder = None
+        self._lock = asyncio.Lock()
+        # the sparql tool's own lane: heavy user queries wait here, never in front of other tools' lookups
+        self._sparql_lane = asyncio.Semaphore(max(1, options.query_workers))
+
+    @classmethod
+    def open(cls, options: "ServerOptions") -> "Engine":
+        from ..config import open_kgs
+
+        return cls(options, open_kgs(list(options.kgs), http=options.http, cache=options.cache))
+
+    async def aclose(self) -> None:
+        from ...endpoints.embedded import stop_query_workers
+        from ..config import close_kgs
+
+        stop_query_workers()  # queries still running end now (their callers get an error), so nothing waits on them
+        try:
+            for closer in (getattr(self._text, "aclose", None), getattr(self._llm, "aclose", None),
+                           getattr(self._text_client, "aclose", None)):
+                if closer is not None:
+                    await closer()
+        finally:
+            await close_kgs(self.kgs)
+
+    # -- KG choice ---------------------------------------------------------------------------------
+    def pick(self, kg: str | None) -> dict[str, Any]:
+        """The KG called `kg`, or all of them."""
+        if kg is None or kg == "":
+            return dict(self.kgs)
+        if not isinstance(kg, str) or kg not in self.kgs:
+            raise KgfedError(f"unknown KG {_short(kg, 40)!r}: this server has {', '.join(self.kgs)}")
+        return {kg: self.kgs[kg]}
+
+    def owners(self, entity: str, kg: str | None = None) -> dict[str, Any]:
+        """The KGs whose dialect accepts `entity` (raises one line naming the id forms when none does)."""
+        chosen = self.pick(kg)
+        if kg is not None:
+            chosen[kg].check(entity)
+            return chosen
+        found = {}
+        for name, graph in chosen.items():
+            try:
+                graph.check(entity)
+            except InvalidIdentifier:
+                continue
+            found[name] = graph
+        if not found:
+            forms = "; ".join(f"{n}: {g.dialect.id_example}" for n, g in chosen.items())
+            raise InvalidIdentifier(f"invalid entity id {_short(entity, 50)!r}: no KG of this server takes it ({forms})")
+        return found
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [{"name": name, "dialect": kg.dialect.name, "endpoint": redact(kg.endpoint.name),
+                 "ids": kg.dialect.id_forms,
+                 "stats": dict(kg.stats)} for name, kg in self.kgs.items()]
+
+    # -- lazily built parts ------------------------------------------------------------------------
+    def aligner(self, methods: Sequence[str] | None = None):
+        cache = self.options.cache.enabled
+        if methods:
+            return replace(self.options.align, methods=tuple(methods)).aligner(self.kgs, cache=cache)
+        if self._aligner is None:
+            self._aligner = self.options.align.aligner(self.kgs, cache=cache)
+        return self._aligner
+
+    async def text_source(self):
+        async with self._lock:
+            if self._text is None:
+                from ..config import default_text_source
+                from ..text.context import open_text_source
+
+                spec = self.options.text_source or default_text_source(*(kg.endpoint for kg in self.options.kgs))
+                client = None
+                if spec == "wikipedia":
+                    client = self._http_client()
+                cache = self.options.cache
+                self._text = open_text_source(spec, client=client, cache_dir=cache.root, cache=cache.enabled,
+                                              offline=cache.offline)
+            return self._text
+
+    def _http_client(self):
+        """The run's one HttpClient (shared by the KGs; `open_kgs` makes it), else one from the same options."""
+        shared = getattr(self.kgs, "client", None)
+        if shared is not None:
+            return shared
+        if self._text_client is None:
+            self._text_client = self.options.http.client()
+        return self._text_client
+
+    async def method(self, name: str, width: int | None, depth: int | None):
+        """A method object over the shared KGs, LLM (`--llm`), embedder and (tog2/hydra) text source."""
+        async with self._lock:
+            if self._llm is None:
+                import importlib.util
+
+                from ..toolbox.llm import make_llm
+
+                self._llm = make_llm(self.options.llm, concurrency=self.options.llm_concurrency)
+                if importlib.util.find_spec("sentence_transformers") is not None:
+                    from ..toolbox.embeddings import default_embedder
+
+                    self._embedder = default_embedder()
+        from ..methods import get_method
+
+        cls = get_method(name)
+        params = {k: v for k, v in (("width", width), ("depth", depth)) if v is not None}
+        text = await self.text_source() if name in ("tog2", "hydra") else None
+        try:
+            return cls(self.kgs, self._llm, embedder=self._embedder, text=text, **params)
+        except TypeError as exc:
+            raise KgfedError(f"method {name!r} rejects its parameters ({exc}): check width/depth") from None
+
+    # -- tools -------------------------------------------------------------------------------------
+    async def search_entities(self, text: str, kg: str | None, limit: int) -> tuple[dict, str]:
+        text = text.strip()
+        if not text:
+            raise KgfedError("empty search text: give a label such as 'Douglas Adams'")
+        chosen = self.pick(kg)
+        found = await asyncio.gather(*(g.search(text, limit) for g in chosen.values()))
+        hits = [HitOut(kg=name, **h.to_json()) for name, hs in zip(chosen, found) for h in hs]
+        lines = [f"{h.kg}:{h.id} {h.label or ''}" + (f" — {_short(h.description)}" if h.description else "") for h in hits]
+        return {"text": text, "hits": hits, **_partial(found)}, "\n".join(lines) or f"no entity labelled {text!r} in {', '.join(chosen)}"
+
+    async def relations(self, entity: str, direction: str, kg: str | None) -> tuple[dict, str]:
+        chosen = self.owners(entity, kg)
+        found = await asyncio.gather(*(g.relations(entity, direction) for g in chosen.values()))
+        rels = [RelationOut(**r.to_json()) for rs in found for r in rs]
+        lines = [f"{r.kg} {'->' if r.direction == 'out' else '<-'} {r.relation}" + (f" ({r.label})" if r.label else "") for r in rels]
+        return {"entity": entity, "relations": rels, **_partial(found)}, f"{len(rels)} relations of {entity}:\n" + "\n".join(lines)
+
+    async def neighbors(self, entity: str, relation: str, direction: str, limit: int, kg: str | None) -> tuple[dict, str]:
+        chosen = self.owners(entity, kg)
+        fits = {}
+        for name, g in chosen.items():
+            try:
+                g.dialect.check_relation(relation)
+            except InvalidIdentifier:
+                if kg is not None or len(chosen) == 1:
+                    raise
+                continue
+            fits[name] = g
+        if not fits:
+            raise InvalidIdentifier(f"invalid relation id {_short(relation, 60)!r} for {', '.join(chosen)}: use P69, "
+                                    "people.person.nationality or r1|r2 (see the relations tool)")
+        found = await asyncio.gather(*(g.neighbors(entity, relation, direction, limit=limit) for g in fits.values()))
+        edges = [EdgeOut(**e.to_json()) for es in found for e in es]
+        truncated = any(len(es) >= limit for es in found)
+        arrow = f"-[{relation}]->" if direction == "out" else f"<-[{relation}]-"
+        lines = [f"{e.kg} {entity} {arrow} " + (repr(e.entity) if e.literal else f"{e.entity} {e.label or ''}".rstrip())
+                 + (f" via {','.join(e.via)}" if e.via else "") for e in edges]
+        more = f"\n(first {limit} per KG; raise limit for more)" if truncated else ""
+        return ({"entity": entity, "relation": relation, "direction": direction, "edges": edges, "truncated": truncated,
+                 **_partial(found)},
+                "\n".join(lines) + more if lines else f"no {direction} neighbours of {entity} over {relation}")
+
+    async def labels(self, ids: Sequence[str], kg: str | None) -> tuple[dict, str]:
+        if not ids:
+            raise KgfedError("no ids: give at least one, e.g. [\"Q42\"]")
+        if len(ids) > MAX_IDS:
+            raise KgfedError(f"{len(ids)} ids in one call: give at most {MAX_IDS}")
+        wanted: dict[str, list[str]] = {}
+        for ident in ids:
+            for name in self.owners(ident, kg):
+                wanted.setdefault(name, []).append(ident)
+        names = list(wanted)
+        found = await asyncio.gather(*(self.kgs[n].labels(wanted[n]) for n in names))
+        labels = [LabelOut(kg=n, **lab.to_json()) for n, got in zip(names, found) for lab in got.values()]
+        lines = [f"{lab.kg}:{lab.id} {lab.label or '(no label)'}" + (f" — {_short(lab.description)}" if lab.description else "")
+                 + (f" (aka {', '.join(lab.aliases[:5])})" if lab.aliases else "") for lab in labels]
+        return {"labels": labels, **_partial(found)}, "\n".join(lines)
+
+    async def align(self, ids: Sequence[str], kg: str | None, methods: Sequence[str] | None) -> tuple[dict, str]:
+        if not ids:
+            raise KgfedError("no ids: give at least one, e.g. [\"m.0282x\"]")
+        if len(ids) > MAX_IDS:
+            raise KgfedError(f"{len(ids)} ids in one call: give at most {MAX_IDS}")
+        if len(self.kgs) < 2:
+            raise KgfedError(f"alignment needs two KGs and this server has one ({', '.join(self.kgs)}): start it with --kg freebase,wikidata")
+        aligner = self.aligner(methods)
+        found = await aligner.align(list(ids), kg)
+        wanted: dict[str, set[str]] = {n: set() for n in self.kgs}
+        for entity, alignments in found.items():
+            for name in (aligner.kgs_of(entity) if kg is None else [kg]):
+                wanted[name].add(entity)
+            for a in alignments:
+                wanted[a.target_kg].add(a.target)
+        names = [n for n in wanted if wanted[n]]
+        got = await asyncio.gather(*(self.kgs[n].labels(sorted(wanted[n])) for n in names))
+        labels = {n: {i: lab.label for i, lab in g.items()} for n, g in zip(names, got)}
+        rows = [AlignmentOut(source_kg=a.source_kg, source=a.source, label=labels.get(a.source_kg, {}).get(a.source),
+                             target_kg=a.target_kg, target=a.target, target_label=labels.get(a.target_kg, {}).get(a.target),
+                             method=a.method, confidence=round(a.confidence, 4))
+                for alignments in found.values() for a in alignments]
+        unaligned = [e for e, a in found.items() if not a]
+        lines = [f"{r.source_kg}:{r.source} {r.label or ''} = {r.target_kg}:{r.target} {r.target_label or ''} "
+                 f"({r.method}, {r.confidence:.2f})" for r in rows]
+        lines += [f"{e}: no counterpart found" for e in unaligned]
+        return {"alignments": rows, "unaligned": unaligned}, "\n".join(lines)
+
+    async def expand(self, topics: Sequence[str], hops: int, width: int, limit: int, direction: str,
+                     max_edges: int, progress: Callable[[str, int, int], None] | None = None) -> tuple[dict, str]:
+        merged = await self._expand(topics, hops, width, limit, direction, progress)
+        nodes = [NodeOut(index=i, ids=n.ids, label=n.label, topic=n.topic, hop=n.hop) for i, n in enumerate(merged.nodes)]
+        edges = [LinkOut(**e.to_json()) for e in merged.edges[:max_edges]]
+        note = None
+        if len(merged.edges) > max_edges:
+            note = f"{len(merged.edges) - max_edges} more edges left out (max_edges={max_edges}); lower hops/width/limit or raise max_edges"
+        def name(i: int) -> str:
+            n = merged.nodes[i]
+            return f"{n.label or '?'} [{' '.join(n.ids.values())}]"
+        lines = [f"{len(merged.nodes)} entities ({sum(1 for n in merged.nodes if n.aligned)} aligned across KGs), "
+                 f"{len(merged.edges)} edges"]
+        lines += [f"{e.kg}: {name(e.subject)} -[{e.label}]-> {name(e.object)}" for e in edges]
+        if note:
+            lines.append(note)
+        return ({"kgs": merged.kgs, "nodes": nodes, "edges": edges, "total_edges": len(merged.edges), "note": note},
+                "\n".join(lines))
+
+    async def _expand(self, topics: Sequence[str], hops: int, width: int | None, limit: int | None, direction: str,
+                      progress: Callable[[str, int, int], None] | None = None):
+        from ..federation.subgraph import expand
+
+        if not topics:
+            raise KgfedError("no topic entity: give at least one id such as Q42 or m.0d3k14")
+        if len(topics) > MAX_IDS:
+            raise KgfedError(f"{len(topics)} topics in one call: give at most {MAX_IDS}")
+        live = [n for n, g in self.kgs.items() if getattr(g.endpoint.inner, "url", None)]
+        if not width and hops >= 2 and live:
+            raise KgfedError(f"every relation {hops} hops out of a live KG ({', '.join(live)}) can take thousands of queries: "
+                             "give width ≥ 1 (relations followed per entity), e.g. 5")
+        return await expand(list(topics), self.kgs, hops, width or None, limit=limit or None,
+                            aligner=self.aligner(), direction=direction, progress=progress)
+
+    async def paths(self, entities: Sequence[str], max_depth: int, width: int, limit: int, max_paths: int,
+                    progress: Callable[[str, int, int], None] | None = None) -> tuple[dict, str]:
+        entities = list(dict.fromkeys(e.strip() for e in entities if e.strip()))
+        if len(entities) < 2:
+            raise KgfedError("paths needs two or more distinct entities, e.g. [\"Q42\", \"Q350\"]")
+        hops = math.ceil(max_depth / 2)
+        merged = await self._expand(entities, hops, width, limit, "both", progress)
+        found, note = connecting_paths(merged, entities, self.aligner(), max_depth, max_paths)
+        lines = [p.text for p in found] or [f"no path of length ≤ {max_depth} between {', '.join(entities)} "
+                                             f"in the merged subgraph ({hops} hops, width {width or 'all'}, limit {limit or 'all'})"]
+        if note:
+            lines.append(note)
+        return ({"entities": entities, "paths": found, "note": note,
+                 "searched": {"hops": hops, "nodes": len(merged.nodes), "edges": len(merged.edges)}}, "\n".join(lines))
+
+    async def context(self, entities: Sequence[str], question: str, top_k: int, ranker: str) -> tuple[dict, str]:
+        from ..text.context import entity_pages, rank_pages
+
+        if not question.strip():
+            raise KgfedError("empty question: the passages are ranked against it")
+        if not entities:
+            raise KgfedError("no entity: give ids such as Q42 (m.0abc through P646) or a Wikipedia title")
+        if len(entities) > MAX_IDS:
+            raise KgfedError(f"{len(entities)} entities in one call: give at most {MAX_IDS}")
+        source = await self.text_source()
+        wikidata = next((g for g in self.kgs.values() if g.dialect.supports("sitelinks")), None)
+        pages = await entity_pages(list(entities), text_source=source, kg=wikidata)
+        passages = await rank_pages(question, pages, top_k=top_k, ranker=ranker)  # type: ignore[arg-type]
+        missing = {e: (p.reason or "empty page") for e, p in pages.items() if not p.text}
+        out = [PassageOut(rank=i, entity=p.entity, title=p.title, text=p.text, score=round(p.score, 4), qid=p.qid,
+                          section=p.section) for i, p in enumerate(passages, 1)]
+        lines = [f"{p.rank}. [{p.title or p.entity}] {p.text}" for p in out]
+        lines += [f"{e}: no text ({why})" for e, why in missing.items()]
+        return ({"question": question, "source": getattr(source, "name", "text"), "passages": out, "missing": missing},
+                "\n".join(lines))
+
+    async def sparql(self, query: str, kg: str | None, max_rows: int, rewrite: bool) -> tuple[dict, str]:
+        from ...endpoints.embedded import bounded
+
+        if kg is None or kg == "":
+            if len(self.kgs) > 1:
+                raise KgfedError(f"which KG? give kg as one of {', '.join(self.kgs)}")
+            kg = next(iter(self.kgs))
+        graph = self.pick(kg)[kg]
+        if rewrite:
+            from ...sparql.rewrite import to_standard_sparql
+
+            query = to_standard_sparql(query)
+        checked = analyse(query, self.service_policy(kg), max_rows).text  # pure and linear: no thread needed
+        options = self.options
+        timeout = options.query_timeout or options.http.timeout
+        async with self._sparql_lane:
+            with bounded(timeout=timeout, memory_mb=options.query_memory_mb, workers=options.query_workers):
+                result = await graph.select(checked)
+        rows = result.rows[:max_rows]
+        truncated = len(result.rows) > max_rows
+        notes = []
+        if truncated:
+            notes.append(f"truncated to the first {max_rows} rows: add LIMIT/OFFSET to page through the rest")
+        if result.partial:
+            notes.append(f"partial answer from the endpoint: {result.note or 'incomplete'}")
+        data = {"kg": kg, "vars": result.vars, "rows": [{k: t.to_json() for k, t in row.items()} for row in rows],
+                "row_count": len(rows), "truncated": truncated, "partial": result.partial, "note": "; ".join(notes) or None}
+        header = "\t".join(result.vars)
+        body = ["\t".join(_short(row[v].value, 80) if v in row else "" for v in result.vars) for row in rows]
+        text = "\n".join([header, *body] + ([f"({n})" for n in notes])) if result.vars else "(no variables)"
+        return data, text
+
+    def service_hosts(self) -> set[str]:
+        """Host names of this server's HTTP endpoints (kept for callers of the old guard)."""
+        return {h for g in self.kgs.values() for h, _ in _http_parts(g.endpoint.inner) if h}
+
+    def service_policy(self, kg: str) -> ServicePolicy:
+        """What a SERVICE in a query on `kg` may reach: that KG's own endpoint origin(s) (scheme, host and port;
+        nothing for a local file store, which would fetch a service itself) and WDQS's built-in services on WDQS."""
+        parts = _http_parts(self.kgs[kg].endpoint.inner)
+        return ServicePolicy.for_urls([p.url for _, p in parts], builtins=any(p.server == "wdqs" for _, p in parts))
+
+    async def ask(self, question: str, method: str, topics: Sequence[str] | None, width: int | None, depth: int | None) -> tuple[dict, str]:
+        if not question.strip():
+            raise KgfedError("the question is empty: give it as text, e.g. \"who founded Apple?\"")
+        runner = await self.method(method, width, depth)
+        given = await topics_from_ids(list(topics), self.kgs) if topics else None
+        result = await runner.answer(question, given)
+        data = result.to_json()
+        data = {k: data[k] for k in ("question", "method", "answer", "answer_ids", "path_text", "reasoning", "cost")}
+        data["paths"] = [[EdgeOut(**e.to_json()) for e in path] for path in result.paths]
+        lines = [f"answer: {result.answer or '(none)'}" + (f" ({', '.join(result.answer_ids[:5])})" if result.answer_ids else "")]
+        lines += [f"path: {t}" for t in result.path_texts()[:10]]
+        lines.append("cost: " + ", ".join(f"{k}={v:g}" for k, v in sorted(result.cost.items())))
+        return data, "\n".join(lines)
+
+
+def _http_parts(endpoint: Any) -> list[tuple[str, Any]]:
+    """(host, HttpEndpoint) of an endpoint's HTTP parts (a split-graph endpoint has several; a file store none)."""
+    parts = getattr(endpoint, "parts", None) or getattr(endpoint, "endpoints", None) or [endpoint]
+    out = []
+    for part in parts:
+        url = getattr(part, "url", None)
+        if isinstance(url, str) and url:
+            out.append(((urlsplit(url).hostname or "").lower(), part))
+    return out
+
+
+# -- paths in a merged subgraph --------------------------------------------------------------------
+def connecting_paths(merged, entities: Sequence[str], aligner, max_depth: int, max_paths: int) -> tuple[list[PathOut], str | None]:
+    """Simple paths of length ≤ `max_depth` between every pair of `entities` (edges taken either way)."""
+    import itertools
+
+    import networkx as nx
+
+    index: dict[str, int] = {}
+    for entity in entities:
+        spot = next((i for name in aligner.kgs_of(entity) if (i := merged.index(name, entity)) is not None), None)
+        if spot is None:
+            raise KgfedError(f"{entity} is not in the merged subgraph: check the id with the labels tool")
+        index[entity] = spot
+    graph = nx.MultiGraph()
+    graph.add_nodes_from(range(len(merged.nodes)))
+    for k, link in enumerate(merged.edges):
+        graph.add_edge(link.subject, link.object, key=k)
+    found: list[PathOut] = []
+    more = False
+    for a, b in itertools.combinations(entities, 2):
+        if index[a] == index[b]:
+            continue
+        for edge_path in nx.all_simple_edge_paths(graph, index[a], index[b], cutoff=max_depth):
+            if len(found) >= max_paths:
+                more = True
+                break
+            found.append(_path(merged, a, b, index[a], edge_path))
+        if more:
+            break
+    found.sort(key=lambda p: (p.length, p.source, p.target, p.text))
+    note = f"more than {max_paths} paths: only the first {max_paths} found are listed (raise max_paths)" if more else None
+    return found, note
+
+
+def _path(merged, a: str, b: str, start: int, edge_path) -> PathOut:
+    steps, here = [], start
+    for u, v, k in edge_path:
+        link = merged.edges[k]
+        forward = link.subject == here
+        there = link.object if forward else link.subject
+        steps.append(StepOut(kg=link.kg, relation=link.relation, label=link.label,
+                             direction="forward" if forward else "backward",
+                             source=merged.nodes[here].ids, source_label=merged.nodes[here].label,
+                             target=merged.nodes[there].ids, target_label=merged.nodes[there].label))
+        here = there
+    parts = [steps[0].source_label or next(iter(steps[0].source.values()))]
+    for s in steps:
+        arrow = f"-[{s.kg}: {s.label}]->" if s.direction == "forward" else f"<-[{s.kg}: {s.label}]-"
+        parts.append(f"{arrow} {s.target_label or next(iter(s.target.values()))}")
+    return PathOut(source=a, target=b, length=len(steps), steps=steps, text=" ".join(parts))
+
+
+async def relation_vocabulary(engine: Engine, name: str, top: int = 2000) -> list[dict[str, Any]]:
+    """Relations of a file-backed KG with how often each is used (one SPARQL query, cached)."""
+    graph = engine.pick(name)[name]
+    if getattr(graph.endpoint.inner, "url", None):
+        raise KgfedError(f"KG {name!r} is a live endpoint ({graph.endpoint.name}): too large to list, use the relations tool on an entity")
+    result = await graph.select(f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ ?s ?p ?o }} GROUP BY ?p ORDER BY DESC(?n) LIMIT {int(top)}")
+    out, ids = [], []
+    for row in result.rows:
+        if "p" not in row:
+            continue
+        short = graph.dialect.short(row["p"].value)
+        if short is None or COMPOUND_SEP in short or not graph._queryable(short) or graph.dialect.relation_filter.drops(short):
+            continue
+        ids.append(short)
+        out.append({"relation": short, "count": int(row["n"].value) if "n" in row else 0})
+    if graph.dialect.relation_labels and ids:
+        names = await graph.labels(sorted(set(ids)))
+        for item in out:
+            item["label"] = names[item["relation"]].label if item["relation"] in names else None
+    return out
