@@ -629,3 +629,25 @@ def test_a_cache_directory_that_cannot_be_made_costs_a_warning_not_the_answers(e
     assert first == ask(genuine, f"{echo}/echo", "SELECT ?seen WHERE { ?s ?p ?seen } LIMIT 3")
     assert ask(sync, f"{echo}/echo", "SELECT ?seen WHERE { ?s ?p ?seen } LIMIT 3", cache_dir=blocked / "cache") == first
     assert _Echo.hits["echo"] - before == 3  # every query sent: nothing could be kept
+
+
+def test_threads_that_come_and_go_leave_no_cache_connection_open(echo, tmp_path):
+    """PoG opens a thread pool per question: each thread's SQLite reader must go with its thread."""
+    import gc
+    from concurrent.futures import ThreadPoolExecutor
+
+    def open_files() -> int:
+        gc.collect()
+        return sum(1 for fd in Path("/proc/self/fd").iterdir()
+                   if str(tmp_path) in os.path.realpath(fd) if fd.exists())
+
+    url = f"{echo}/echo"
+    ask(sync, url, "SELECT ?seen WHERE { ?s ?p ?seen } LIMIT 1", cache_dir=tmp_path)
+    sync.flush_cache()
+    before = open_files()
+    for round_ in range(10):  # ten pools of four threads, each thread reading the cache
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda n: ask(sync, url, f"SELECT ?seen WHERE {{ ?s ?p ?seen }} LIMIT {n}", cache_dir=tmp_path),
+                          range(round_ * 4, round_ * 4 + 4)))
+    sync.flush_cache()
+    assert open_files() <= before + 2, "reader connections of ended threads are still open"

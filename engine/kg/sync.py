@@ -337,9 +337,8 @@ class _RawCache:
         self.path = directory / self.FILE
         self._existed = self.path.exists()  # answers to read at once; else none until the writer made the file
         self._ready = threading.Event()
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
+        self._reader: sqlite3.Connection | None = None  # one for all threads, one lookup at a time: a connection
+        self._read_lock = threading.Lock()  # per thread would leave one file open per ended thread (SQLite keeps them)
         self._queue: queue.Queue = queue.Queue()
         self._closing = threading.Event()
         self._pending: dict[str, tuple[Entry, str]] = {}
@@ -359,18 +358,10 @@ class _RawCache:
             self._ready.set()
 
     def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+        connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
         connection.execute("PRAGMA mmap_size=268435456")  # page reads without a system call each
-        with self._lock:
-            self._connections.append(connection)
-        return connection
-
-    def _reader(self) -> sqlite3.Connection:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._local.connection = self._connect()
         return connection
 
     def get(self, key: str, query_type: str) -> Entry | None:
@@ -381,7 +372,10 @@ class _RawCache:
         if not (self._existed or self._ready.is_set()):
             return None
         try:
-            row = self._reader().execute("SELECT value FROM answers WHERE key = ?", (key,)).fetchone()
+            with self._read_lock:
+                if self._reader is None:
+                    self._reader = self._connect()
+                row = self._reader.execute("SELECT value FROM answers WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error:  # a locked or damaged file: a miss, the query is sent
             return None
         if row is None:
@@ -431,6 +425,8 @@ class _RawCache:
                 for _ in batch:
                     self._queue.task_done()
             if None in batch:
+                if connection is not None:
+                    connection.close()
                 return
 
     def flush(self) -> None:
@@ -442,11 +438,11 @@ class _RawCache:
         self._closing.set()
         self._queue.put(None)
         self._writer.join(30)
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for connection in connections:
+        with self._read_lock:
+            reader, self._reader = self._reader, None
+        if reader is not None:
             with contextlib.suppress(sqlite3.Error):
-                connection.close()
+                reader.close()
 
 
 def cache_key(method: str, url: str, body: bytes | None, headers: dict[str, str]) -> str:
