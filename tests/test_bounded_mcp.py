@@ -228,3 +228,49 @@ def test_stdio_on_a_terminal_says_it_waits_for_a_client():
         os.close(leader)
     assert "waiting for an MCP client" in line, line
     assert proc.returncode is not None
+
+
+def children_of(pid: int) -> set[int]:
+    out: set[int] = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as fh:
+            out |= {int(c) for c in fh.read().split()}
+    return out
+
+
+def busy(pids: set[int]) -> set[int]:
+    """The processes among `pids` using CPU now (state R)."""
+    running = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "R":
+                    running.add(pid)
+        except FileNotFoundError:
+            continue
+    return running
+
+
+async def test_a_client_that_gives_up_ends_its_query_in_the_server():
+    need(CWQ_NT)
+    async with http_server("--kg", "freebase", "--endpoint", f"freebase=file:{CWQ_NT}", "--timeout", "120",
+                           "--no-cache", "--query-workers", "1") as url, Client(url) as client:
+        pid = server_pid(int(url.split(":")[2].split("/")[0]))
+        assert not (await client.call_tool("sparql", {"query": "ASK { ?s ?p ?o }"})).is_error
+        (worker,) = children_of(pid)
+        task = asyncio.create_task(client.call_tool("sparql", {"query": CROSS}))
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            if busy({worker}):
+                break
+        assert busy({worker}), "the query never started in the worker"
+        task.cancel()  # the client gives up: the SDK sends notifications/cancelled
+        await asyncio.gather(task, return_exceptions=True)
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            if not os.path.exists(f"/proc/{worker}") or worker not in children_of(pid):
+                break
+        assert worker not in children_of(pid), "the abandoned query still runs"
+        # and the server goes on answering, from a fresh worker
+        count = (await client.call_tool("sparql", {"query": "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"})).structured_content
+        assert int(count["rows"][0]["n"]["value"]) > 0
