@@ -14,6 +14,7 @@ from kgfed.engine.kg import KG
 from kgfed.engine.toolbox.llm import NoLLM, ReplayLLM
 from kgfed.engine.methods import get_method
 from kgfed.engine.methods.hydra import LLM_FREE_POOL, HydraRAG, WebDoc, cross_score, jaccard
+from kgfed.engine.methods.pog import FUZZY_POOL
 from kgfed.sparql.errors import KgfedError
 
 from .conftest import FED_DIR, SHARED, need
@@ -129,8 +130,11 @@ async def test_relevance_pool_embeds_only_the_best_kg_paths_by_step_score(questi
         everything = HydraRAG(kgs, NoLLM(), relevance_pool=0)  # the paper's Algorithm 4: every candidate
         assert await everything.relevance_candidates(q.text, graph, paths, topics) == paths
         by_w1 = HydraRAG(kgs, NoLLM(), w1=5)  # LLM-free, the default pool is 80 but at most W1 ...
-        with_llm = HydraRAG(kgs, ReplayLLM(need(REPLIES)), w1=5)  # ... with an LLM, every candidate (the paper's)
-        assert await with_llm.relevance_candidates(q.text, graph, paths, topics) == paths
+        with_llm = HydraRAG(kgs, ReplayLLM(need(REPLIES)), w1=5)  # ... with an LLM, FUZZY_POOL·W1 (PoG's fuzzy_pool)
+        pool_20 = HydraRAG(kgs, NoLLM(), relevance_pool=FUZZY_POOL * 5)
+        with_llm_chosen = await with_llm.relevance_candidates(q.text, graph, paths, topics)
+        assert len(with_llm_chosen) == FUZZY_POOL * 5 < len(paths)
+        assert with_llm_chosen == await pool_20.relevance_candidates(q.text, graph, paths, topics)
         assert by_w1.p["relevance_pool"] is None
         assert await by_w1.relevance_candidates(q.text, graph, [*paths, text], topics) == kept
         assert LLM_FREE_POOL == 80 and HydraRAG(kgs, NoLLM()).p["w1"] == 100 and len(paths) > 80, len(paths)

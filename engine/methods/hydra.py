@@ -32,7 +32,7 @@ from ..toolbox.prompts import (
 )
 from ..toolbox.pruning import score_paths
 from .base import Param, Result, Topics
-from .pog import POG_LIMITS, ClusteredPath, Graph, PoG, chain_paths, listing, parse_supplement, unique_paths
+from .pog import FUZZY_POOL, POG_LIMITS, ClusteredPath, Graph, PoG, chain_paths, listing, parse_supplement, unique_paths
 
 ALPHAS = (1 / 3, 1 / 3, 1 / 3)  # the paper's alpha_k = 0.33 each, taken as exactly 1/3 so that sum alpha_k = 1
 # KG candidate paths embedded LLM-free (at most W1): PoG's W1. Over the 538 CWQ questions, cold, it wrote the
@@ -118,7 +118,7 @@ class HydraRAG(PoG):
     (0.8; the paper leaves it unset), `web` a WebSearch provider (None), `select_sources` run the agentic
     selector when an LLM is present (True), `relevance_pool` embed for the relevance ranking only the best N
     KG candidate paths by the BiBFS beam's own step score (0: every candidate, as the paper's Algorithm 4
-    reads, about 1,000 path texts never seen before per CWQ question; None: 0 with an LLM, LLM-free 80
+    reads, about 1,000 path texts never seen before per CWQ question; None: 4·W1 with an LLM (PoG's `fuzzy_pool` bound), LLM-free 80
     (PoG's W1, at most W1: the answers of a W1 pool on all 538 CWQ questions, 1.14x as fast)), plus
     PoG's `relation_width`, `neighbor_limit`, `align`, `max_tokens`."""
 
@@ -263,8 +263,8 @@ class HydraRAG(PoG):
         score with the path text's similarity replaced by its steps' mean relation-word similarity, the score
         the BiBFS beam grew them by."""
         pool = self.p["relevance_pool"]
-        if pool is None:
-            pool = 0 if self.llm_ready else min(self.p["w1"], LLM_FREE_POOL)
+        if pool is None:  # with an LLM as PoG's `fuzzy_pool`: the FUZZY_POOL·W1 best by the step score
+            pool = FUZZY_POOL * self.p["w1"] if self.llm_ready else min(self.p["w1"], LLM_FREE_POOL)
         kg_paths = [i for i, p in enumerate(candidates) if p.source == "kg"]
         if not pool or len(kg_paths) <= pool:
             return candidates

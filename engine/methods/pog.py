@@ -52,6 +52,7 @@ POG_LIMITS: dict[str, tuple[int, tuple[str, ...]]] = {
 MAX_SET_SHOWN = 12      # entities printed per supernode in a path text
 MAX_RAW_PATHS = 5000    # entity paths enumerated per topic pair before clustering (safety cap)
 MAX_ANSWERS = 3         # answer ids kept
+FUZZY_POOL = 4          # LLM mode: more candidates than FUZZY_POOL·W1 are cut to it by the step score before SBERT (`PoG.fuzzy_pool`)
 
 
 # -- clustered paths -----------------------------------------------------------------------------------
@@ -402,6 +403,8 @@ class PoG(Method):
         """PoG's beam search (Algorithm 2) over the paths; LLM-free it is fuzzy SBERT selection."""
         if not paths:
             return []
+        if self.llm_ready:
+            paths = await self.fuzzy_pool(indicator, graph, paths)
         texts = [p.text or graph.render(p) for p in paths]
         strategy = self.p["strategy"] if self.llm_ready else "fuzzy"
         keep = await pog_prune_paths(question, texts, strategy=strategy, indicator=indicator, analysis=self.context(analysis),
@@ -409,6 +412,20 @@ class PoG(Method):
                                      width=self.p["max_width"], w1=self.p["w1"], w2=self.p["w2"], max_depth=self.p["max_depth"],
                                      **self.limits("select"))
         return [paths[i] for i in keep]
+
+    async def fuzzy_pool(self, query: str, graph: Graph, paths: list[ClusteredPath]) -> list[ClusteredPath]:
+        """The candidates PoG's fuzzy selection encodes in LLM mode: all of them up to `FUZZY_POOL`·W1, else the
+        `FUZZY_POOL`·W1 best by the cheap step score (relation-word similarity, no path encoded), in their order.
+
+        The fuzzy selection (SBERT of the indicator with the full path texts, top W1 for the LLM) then runs on
+        at most that many texts: a hub's thousands of candidates are never all encoded. Up to the bound the
+        selection is the paper's, so the recorded replies' prompts are unchanged. See docs/methods/pog-hydra.md."""
+        bound = FUZZY_POOL * self.p["w1"]
+        if len(paths) <= bound:
+            return paths
+        score = await self.step_scorer(query, graph)
+        kept = set(sorted(range(len(paths)), key=lambda i: -score(paths[i]))[:bound])
+        return [p for i, p in enumerate(paths) if i in kept]
 
     async def step_scorer(self, query: str, graph: Graph) -> Callable[[ClusteredPath], float]:
         """A cheap path score for growing trees: mean SBERT similarity of `query` to each step's relation words."""
@@ -636,6 +653,7 @@ class PoG(Method):
             chain = self.reorder(graph, order + [target], cot)
             paths = chain_paths(graph, chain, dmax, total=(0, len(order) * dmax), segment=len(order) * dmax)
             if paths:  # FuzzySelect(Paths_s', I_sup(e), W_max), then PathPruning over them all
+                paths = await self.fuzzy_pool(cot, graph, paths)
                 texts = [graph.render(p) for p in paths]
                 keep = await pog_prune_paths(question, texts, strategy="fuzzy", indicator=cot, embedder=self.embedder,
                                              width=self.p["max_width"])
