@@ -747,12 +747,14 @@ async def _exchange(client: HttpClient, method: str, url: str, body: bytes | Non
                     timeout: float | None) -> Response:
     """`client.request`; an EndpointError it raises carries the last response received (`last_response`)."""
     holder: list[Response] = []
-    _LAST_RESPONSE.set(holder)  # this task's own context
+    token = _LAST_RESPONSE.set(holder)  # a task's own context, or the caller's (driven without a task): reset below
     try:
         return await client.request(method, url, data=body, headers=headers, timeout=timeout)
     except EndpointError as exc:
         exc.last_response = holder[0] if holder else None
         raise
+    finally:
+        _LAST_RESPONSE.reset(token)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
