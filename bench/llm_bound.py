@@ -366,11 +366,13 @@ def utilisation(timeline: Sequence[Sequence], cap: int, wall_end: float) -> dict
 
 
 async def run_method(method: str, questions, server: ServerChild, *, concurrency: int, in_flight: int | None,
-                     cache_dir: str, out_dir: Path, latency: float, params: dict, profile: str | None = None) -> dict:
+                     cache_dir: str, out_dir: Path, latency: float, params: dict, profile: str | None = None,
+                     client: int | None = None) -> dict:
     from kgfed.engine.harness.runner import RunSpec, run
 
     options = {"kg": "freebase", "endpoint": [f"freebase=file:{CWQ_NT}"], "cache_dir": cache_dir}
-    row: dict = {"method": method, "questions": len(questions), "concurrency": concurrency, "latency": latency}
+    row: dict = {"method": method, "questions": len(questions), "concurrency": concurrency, "latency": latency,
+                 "client_concurrency": client or concurrency}
 
     # 1. uncapped: every question in flight, no cap anywhere: each question's dependent chain (and warm caches)
     url = server.start(None)
@@ -389,7 +391,7 @@ async def run_method(method: str, questions, server: ServerChild, *, concurrency
     # 2. capped: the timed run
     url = server.start(concurrency)
     try:
-        spec = RunSpec(method, dict(params), options, llm=f"openai:{url}#{MODEL}", llm_concurrency=concurrency)
+        spec = RunSpec(method, dict(params), options, llm=f"openai:{url}#{MODEL}", llm_concurrency=client or concurrency)
         cpu = time.process_time()
         profiler = None
         if profile:
@@ -435,7 +437,8 @@ async def main_async(args: argparse.Namespace) -> list[dict]:
             params: dict = {}
             row = await run_method(method, questions, server, concurrency=args.concurrency,
                                    in_flight=args.in_flight or None, cache_dir=cache, out_dir=out,
-                                   latency=args.latency, params=params, profile=args.profile)
+                                   latency=args.latency, params=params, profile=args.profile,
+                                   client=args.client_concurrency)
             row["replies"] = args.replies
             print(json.dumps(row), flush=True)
             rows.append(row)
@@ -449,6 +452,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per LLM call (default 0.5)")
     parser.add_argument("--concurrency", type=int, default=16, help="the LLM's cap: --llm-concurrency and the server's (16)")
+    parser.add_argument("--client-concurrency", type=int, help="--llm-concurrency above the server's cap: its 429s "
+                                                                  "(Retry-After: 1) are paused for and retried")
     parser.add_argument("--in-flight", type=int, default=0, help="questions at once (0: the runner's default for the cap)")
     parser.add_argument("--cache-dir", type=Path, help="keep the KG and embedding caches here (default: a temporary "
                                                         "directory; the uncapped run warms it either way)")
