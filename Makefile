@@ -7,7 +7,7 @@ TORCH   := torch==2.13.0   # the local CPU wheel; a plain `torch` pulls a multi-
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast bench docs clean
+.PHONY: demo test test-fast check bench docs clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,11 @@ test: $(VENV)/.dev
 # the suite without the slow parts: Virtuoso servers, the embedding model, the README examples
 test-fast: $(VENV)/.dev
 	$(BIN)/python -m pytest -q -m "not slow and not virtuoso and not embeddings" $(PYTEST_ARGS)
+
+# lint and types (scripts/check.py, docs/development.md): ruff 0 findings; mypy 0 errors in sparql/cache/endpoints,
+# engine/ at most its baseline (scripts/mypy-engine-baseline)
+check: $(VENV)/.dev
+	$(BIN)/python scripts/check.py $(CHECK_ARGS)
 
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench.tog_pattern
