@@ -115,11 +115,11 @@ class Dialect:
             what, fix = CAPABILITIES[capability]
             raise Unsupported(f"KG {kg or self.name!r} ({self.name} dialect) has no {what}: {fix}")
 
-    def links_to(self, other: "Dialect") -> bool:
+    def links_to(self, other: Dialect) -> bool:
         """Whether this dialect's entities carry their ids in `other` (Wikidata → Freebase through P646)."""
         return other.name in self.id_links and "links" in self.capabilities
 
-    def require_link(self, other: "Dialect", kg: str | None = None) -> None:
+    def require_link(self, other: Dialect, kg: str | None = None) -> None:
         """`require("links")`, and a link to `other` in particular (one-line `Unsupported` otherwise)."""
         self.require("links", kg)
         if not self.links_to(other):
@@ -147,12 +147,12 @@ class Dialect:
         self.require("qualifiers")
         raise NotImplementedError  # pragma: no cover
 
-    def linked_ids(self, entities: Sequence[str], other: "Dialect") -> str:
+    def linked_ids(self, entities: Sequence[str], other: Dialect) -> str:
         """`?id` → `?fb`: the ids in `other` that entities carry (capability "links")."""
         self.require_link(other)
         raise NotImplementedError  # pragma: no cover
 
-    def by_linked_ids(self, ids: Sequence[str], other: "Dialect") -> str:
+    def by_linked_ids(self, ids: Sequence[str], other: Dialect) -> str:
         """`?fb` → `?id`: the entities citing `other`'s ids (capability "links")."""
         self.require_link(other)
         raise NotImplementedError  # pragma: no cover

@@ -107,7 +107,7 @@ class ServicePolicy:
     builtins: bool = False
 
     @classmethod
-    def for_urls(cls, urls: Iterable[str], *, builtins: bool = False) -> "ServicePolicy":
+    def for_urls(cls, urls: Iterable[str], *, builtins: bool = False) -> ServicePolicy:
         return cls(frozenset(o for u in urls if (o := origin(u)) is not None), builtins)
 
     def allows(self, iri: str) -> bool:
@@ -239,7 +239,7 @@ def analyse(query: str, policy: ServicePolicy = ServicePolicy(), max_rows: int =
         raise InvalidQuery(f"not valid SPARQL: expected SELECT or ASK, found {_short(toks[i].text, 30)!r} "
                            "(Virtuoso-dialect gold queries: pass rewrite=true)")
     body = toks[i:]
-    for k, tok in enumerate(body):
+    for tok in body:
         word = tok.word
         if word in ("CONSTRUCT", "DESCRIBE"):
             raise InvalidQuery(f"{word} queries are refused: this tool returns rows, give a SELECT or ASK")

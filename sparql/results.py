@@ -232,11 +232,11 @@ class Expect:
     vars: frozenset[str] = frozenset()
 
     @classmethod
-    def select(cls, *variables: str) -> "Expect":
+    def select(cls, *variables: str) -> Expect:
         return cls("SELECT", frozenset(variables))
 
     @classmethod
-    def of_query(cls, query: str) -> "Expect":
+    def of_query(cls, query: str) -> Expect:
         """The expectation a query carries by itself (form, projected variables); CONSTRUCT/DESCRIBE are refused."""
         form, end = _form(query)
         if form in {"CONSTRUCT", "DESCRIBE"}:

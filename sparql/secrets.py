@@ -136,6 +136,6 @@ def split_credentials(url: str) -> tuple[str, str | None]:
     remember(password)
     if len(user) >= 8:  # a user name long enough to be a token (e.g. https://TOKEN@host/)
         remember(user)
-    token = base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
     remember(token)
     return strip_credentials(url), f"Basic {token}"
