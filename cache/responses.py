@@ -195,7 +195,7 @@ def decode(blob: bytes) -> Entry | None:
 
 
 # -- the store -------------------------------------------------------------------------------------
-_OPEN: "weakref.WeakSet[ResponseCache]" = weakref.WeakSet()
+_OPEN: weakref.WeakSet[ResponseCache] = weakref.WeakSet()
 
 
 @atexit.register
@@ -532,7 +532,7 @@ class CachedEndpoint:
             await self._leave([flight for _, flight in joined])
         return results  # type: ignore[return-value]
 
-    def _join(self, query: str, expect: Expect | None = None) -> "SelectResult | _Flight":
+    def _join(self, query: str, expect: Expect | None = None) -> SelectResult | _Flight:
         """A cache hit, or the flight (shared or new) this caller now waits for (`_leave` it after)."""
         if self._closed:
             raise Closed(f"{self.name} is closed: open a new KG (requests after aclose() are refused)")

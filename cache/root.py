@@ -92,7 +92,7 @@ class CacheSpec:
     location: str
 
     @classmethod
-    def of(cls, value: "CacheSpec | str | os.PathLike[str] | None" = None) -> "CacheSpec":
+    def of(cls, value: CacheSpec | str | os.PathLike[str] | None = None) -> CacheSpec:
         """A spec from `--cache-dir`/`cache_dir=` (None: `$KGFED_CACHE_DIR` or `~/.cache/kgfed`)."""
         if isinstance(value, CacheSpec):
             return value
@@ -329,7 +329,7 @@ class RedisStore:
         self.client.close()
 
 
-def open_store(spec: "CacheSpec | str | os.PathLike[str] | None", kind: str, **options: Any) -> Store:
+def open_store(spec: CacheSpec | str | os.PathLike[str] | None, kind: str, **options: Any) -> Store:
     """The `kind` store (`responses`, `alignments`, `embeddings`, `text`) under `spec`'s root.
 
     `options` go to the disk backend (`size_limit`). On a Redis root, `embeddings` is the machine-local
