@@ -238,14 +238,14 @@ class HttpClient:
 
     @classmethod
     def configured(cls, *, user_agent: str | None = None, contact: str | None = None, timeout: float = 60.0,
-                   concurrency: int | None = None, transport: AsyncTransport | None = None, **kw) -> "HttpClient":
+                   concurrency: int | None = None, transport: AsyncTransport | None = None, **kw) -> HttpClient:
         """A client from CLI-style options: `concurrency` caps every host (the polite ones included)."""
         explicit = None if concurrency is None else {host: concurrency for host in POLITE_HOSTS}
         return cls(user_agent=user_agent, contact=contact, timeout=timeout, per_host=concurrency or 16,
                    host_limits=explicit, transport=transport, **kw)
 
     # -- lifecycle -------------------------------------------------------------------------------
-    async def __aenter__(self) -> "HttpClient":
+    async def __aenter__(self) -> HttpClient:
         return self
 
     async def __aexit__(self, *exc) -> None:

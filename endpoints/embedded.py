@@ -218,7 +218,7 @@ class EmbeddedEndpoint:
         finally:
             self._typical = 0.8 * self._typical + 0.2 * (time.perf_counter() - started)
 
-    def _workers_for(self, limits: "Bounds") -> "QueryWorkers":
+    def _workers_for(self, limits: Bounds) -> QueryWorkers:
         workers = self._workers
         if workers is None or workers.memory_mb != limits.memory_mb or workers.size != limits.workers:
             if workers is not None:
@@ -281,7 +281,7 @@ class _Worker:
                 self.proc.kill()
 
 
-_ALL_WORKERS: "weakref.WeakSet[QueryWorkers]" = weakref.WeakSet()
+_ALL_WORKERS: weakref.WeakSet[QueryWorkers] = weakref.WeakSet()
 
 
 def stop_query_workers() -> int:

@@ -104,13 +104,13 @@ def _log_tail(path: Path, lines: int = 3) -> str:
 def _reason(output: str, lines: int = 3) -> str:
     """The error in a program's output on one line: a Rust panic's message (not its backtrace), the
     lines that say error, else the last lines."""
-    text = [l.strip() for l in output.splitlines() if l.strip()]
+    text = [ln.strip() for ln in output.splitlines() if ln.strip()]
     for line in text:
         if "` value: " in line:  # called `Result::unwrap()` on an `Err` value: THE REASON
             return line.split("` value: ", 1)[1][:400]
     noise = ("stack backtrace", "at ./", "at /", "note:", "thread '")
-    text = [l for l in text if not l.lower().startswith(noise) and not l.split(":", 1)[0].strip().isdigit()]
-    errors = [l for l in text if "error" in l.lower() or "panicked" in l.lower()]
+    text = [ln for ln in text if not ln.lower().startswith(noise) and not ln.split(":", 1)[0].strip().isdigit()]
+    errors = [ln for ln in text if "error" in ln.lower() or "panicked" in ln.lower()]
     if len(errors) > 1 and errors[-1].startswith("Error: "):  # a summary after the real reason
         errors = errors[:-1]
     return " | ".join((errors or text)[-lines:])[:400]
@@ -374,7 +374,7 @@ class VirtuosoServer(LocalServer):
             raise ServerError(f"isql-vt did not finish within {timeout:.0f}s: {sql[:80]!r}") from None
         output = done.stdout + done.stderr
         if done.returncode != 0 or "*** Error" in output:
-            detail = next((l for l in output.splitlines() if "Error" in l), output.strip()[:200])
+            detail = next((ln for ln in output.splitlines() if "Error" in ln), output.strip()[:200])
             raise ServerError(f"isql-vt failed on {sql[:60]!r}: {detail.strip()}")
         return done.stdout
 

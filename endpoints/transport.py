@@ -84,7 +84,7 @@ class Response:
 
     @classmethod
     def of(cls, status: int, body: str | bytes | dict | list = b"", *, headers: Mapping[str, str] | None = None,
-           content_type: str | None = None, url: str = "") -> "Response":
+           content_type: str | None = None, url: str = "") -> Response:
         """A response for scripted tests: a dict/list body is JSON, a str is UTF-8 text."""
         if isinstance(body, (dict, list)):
             raw, kind = _json.dumps(body).encode(), "application/json"
@@ -151,7 +151,7 @@ class AiohttpTransport:
                                        timeout=aiohttp.ClientTimeout(total=request.timeout)) as resp:
                 body = await self._read_capped(resp, request)
                 return Response(resp.status, resp.headers.copy(), body, str(resp.url))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise TransportTimeout(f"no answer within {request.timeout:g} s") from None
         except aiohttp.ClientPayloadError as exc:
             raise TransportTruncated(str(exc)) from None

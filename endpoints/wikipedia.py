@@ -193,7 +193,7 @@ class WikipediaSource:
         self._charge = charge or (lambda _name: None)
         self._inflight: dict[str, asyncio.Future] = {}
 
-    async def __aenter__(self) -> "WikipediaSource":
+    async def __aenter__(self) -> WikipediaSource:
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -466,7 +466,7 @@ class JsonlSource:
                 out[key] = Page(unquote(row["title"]) if row.get("title") else None, text=row["text"], qid=row.get("qid"), key=key, source=self.name)
         return out
 
-    async def __aenter__(self) -> "JsonlSource":
+    async def __aenter__(self) -> JsonlSource:
         return self
 
     async def __aexit__(self, *exc) -> None:
