@@ -323,8 +323,8 @@ class _RawCache:
     each body (a complete SPARQL-JSON document of the query's form; refused ones are dropped), encodes
     it (`marshal`) and stores the batch with one `executemany` in one transaction. An answer still
     queued is served to a repeat at once, checked first. A new file is created (WAL set up, the table
-    made: ~50 ms of disk syncs) by the writer, not the caller; until then every lookup is a miss, which
-    it is anyway. Several processes may share the directory (SQLite locking, a 30 s busy timeout); a
+    made: ~50 ms of disk syncs) by the writer, not the caller, and a lookup in it reads SQLite only for
+    a key this process wrote. Several processes may share the directory (SQLite locking, a 30 s busy timeout); a
     failing disk costs a warning, never an answer.
     """
 
@@ -335,7 +335,10 @@ class _RawCache:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / self.FILE
-        self._existed = self.path.exists()  # answers to read at once; else none until the writer made the file
+        # A file that did not exist holds only what this process wrote (another process writing the same new
+        # file meanwhile is missed, which costs a request, never a wrong answer): a lookup is a set lookup.
+        self._existed = self.path.exists()
+        self._written: set[str] = set()
         self._ready = threading.Event()
         self._reader: sqlite3.Connection | None = None  # one for all threads, one lookup at a time: a connection
         self._read_lock = threading.Lock()  # per thread would leave one file open per ended thread (SQLite keeps them)
@@ -369,7 +372,7 @@ class _RawCache:
         if queued is not None:  # a repeat of an answer not yet written: checked as the writer would
             entry, kind = queued
             return entry if kind == query_type and complete_document(entry[2], kind) else None
-        if not (self._existed or self._ready.is_set()):
+        if not self._existed and key not in self._written:
             return None
         try:
             with self._read_lock:
@@ -415,6 +418,8 @@ class _RawCache:
                     with connection:  # one transaction
                         connection.execute("BEGIN")
                         connection.executemany("INSERT OR REPLACE INTO answers (key, value) VALUES (?, ?)", rows)
+                    if not self._existed:
+                        self._written.update(key for key, _ in rows)
             except (sqlite3.Error, OSError) as exc:  # a full disk must not stop the answers
                 warnings.warn(f"kgfed: the drop-in's cache in {self.directory} could not store {len(rows)} answers "
                               f"({exc}); answers are still returned, free space or set KGFED_NO_CACHE=1", RuntimeWarning)
