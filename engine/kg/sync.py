@@ -420,6 +420,8 @@ class _RawCache:
                         connection.executemany("INSERT OR REPLACE INTO answers (key, value) VALUES (?, ?)", rows)
                     if not self._existed:
                         self._written.update(key for key, _ in rows)
+                        if len(self._written) > 500_000:  # ~80 MB of keys: from now on SQLite answers every lookup
+                            self._existed, self._written = True, set()
             except (sqlite3.Error, OSError) as exc:  # a full disk must not stop the answers
                 warnings.warn(f"kgfed: the drop-in's cache in {self.directory} could not store {len(rows)} answers "
                               f"({exc}); answers are still returned, free space or set KGFED_NO_CACHE=1", RuntimeWarning)
