@@ -438,7 +438,7 @@ class Spinner:
         """`embeddings.on_loading`: switch to the loading text and back."""
         self._show(LOADING_TEXT if started else self.text)
 
-    def __enter__(self) -> "Spinner":
+    def __enter__(self) -> Spinner:
         from ..toolbox import embeddings
 
         if sys.stderr.isatty():

@@ -615,7 +615,7 @@ async def check_topics(kgs: Mapping[str, Any], questions: Sequence[Question], de
                          f"that holds them with --endpoint {name}=SPEC (e.g. {name}=file:KG.nt, {name}=qlever-{kg.dialect.name})")
 
 
-async def _check_run_topics(spec: RunSpec, questions: Sequence[Question], runtime: "Runtime | None" = None) -> None:
+async def _check_run_topics(spec: RunSpec, questions: Sequence[Question], runtime: Runtime | None = None) -> None:
     """`check_topics` over the run's KGs (the runtime's, else opened for the check and closed)."""
     from ..config import close_kgs, open_kgs
 

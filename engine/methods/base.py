@@ -171,7 +171,7 @@ class Method(ABC):
     # prompt kind -> (max_tokens cap, stop sequences), used when the `stop_sequences` parameter is on
     LIMITS: ClassVar[Mapping[str, tuple[int, tuple[str, ...]]]] = {}
 
-    def __init__(self, kgs: "Mapping[str, KG] | KG | Sequence[KG]", llm, *, embedder=None, text=None, **params: Any):
+    def __init__(self, kgs: Mapping[str, KG] | KG | Sequence[KG], llm, *, embedder=None, text=None, **params: Any):
         if isinstance(kgs, KG):  # one KG: under its own name (its dialect's unless opened with name=)
             kgs = {kgs.name: kgs}
         elif isinstance(kgs, (list, tuple)) and all(isinstance(kg, KG) for kg in kgs):
@@ -241,7 +241,7 @@ class Method(ABC):
     def embedder(self, value) -> None:
         self._run_embedder = value
 
-    async def answer(self, question: str, topics: "Topics | Mapping[str, str] | Sequence[str] | str | None" = None) -> Result:
+    async def answer(self, question: str, topics: Topics | Mapping[str, str] | Sequence[str] | str | None = None) -> Result:
         """Answer one question; topics are linked from the question text by label when not given.
 
         `topics` may be per KG (`{"wikidata": {"Q42": "Douglas Adams"}}`), a flat `{id: name}`, a list
