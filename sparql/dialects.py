@@ -46,7 +46,7 @@ CAPABILITIES: Mapping[str, tuple[str, str]] = MappingProxyType({
 def check_direction(direction: str) -> Direction:
     if not isinstance(direction, str) or direction not in DIRECTIONS:
         raise InvalidIdentifier(f"invalid direction {direction!r}: expected 'out' or 'in'")
-    return direction  # type: ignore[return-value]
+    return direction
 
 
 def _unique(items: Iterable[str]) -> list[str]:

@@ -104,7 +104,7 @@ class SelectResult:
         return doc
 
 
-_KINDS = {"uri": "uri", "literal": "literal", "typed-literal": "literal", "bnode": "bnode"}
+_KINDS: dict[str, TermKind] = {"uri": "uri", "literal": "literal", "typed-literal": "literal", "bnode": "bnode"}
 
 
 def _term(binding: Any) -> Term:
