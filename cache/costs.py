@@ -22,7 +22,7 @@ def charge(name: str, amount: int | float = 1) -> None:
     """Add `amount` to the current question's counter (no-op outside `track()`)."""
     counter = _current.get()
     if counter is not None:
-        counter[name] += amount
+        counter[name] += amount  # type: ignore[assignment]  # seconds are float; typeshed types Counter values int
 
 
 @contextmanager

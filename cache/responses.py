@@ -41,7 +41,7 @@ import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from ..endpoints.base import Endpoint
 from .costs import charge
@@ -134,7 +134,7 @@ class StoredResult(SelectResult):
         self._rows: list | None = None
 
     @property
-    def rows(self) -> list:  # type: ignore[override]
+    def rows(self) -> list:
         rows = self._rows
         if rows is None:
             table = [t if type(t) is Term else _NEW_TERM(Term, t) for t in self.compact.terms]
@@ -264,8 +264,10 @@ class ResponseCache:
                 self._read_failure(exc)
                 return None
             self._reads += 1
-            if self._reads == SNAPSHOT_AFTER and callable(getattr(self._store, "snapshot", None)):
-                self._snapshot = self._store.snapshot(SNAPSHOT_LIMIT) or {}
+            if self._reads == SNAPSHOT_AFTER:
+                snapshot = getattr(self._store, "snapshot", None)  # optional: not part of the Store protocol
+                if callable(snapshot):
+                    self._snapshot = snapshot(SNAPSHOT_LIMIT) or {}
             if blob is None:
                 return None
         found = decode(blob) if isinstance(blob, bytes) else None
@@ -381,7 +383,7 @@ class ResponseCache:
                     return
                 started = time.perf_counter()
                 self._store.set_many(batch)  # one transaction / one MULTI-EXEC: whole or nothing
-                self.stats["commit_seconds"] += time.perf_counter() - started
+                self.stats["commit_seconds"] += time.perf_counter() - started  # type: ignore[assignment]  # float in a Counter
                 self.stats["written"] += len(batch)
                 self.stats["transactions"] += 1
                 with self._wakeup:
@@ -461,7 +463,7 @@ class CachedEndpoint:
         self.inner = inner
         self.cache = cache
         self.offline = offline
-        self.max_age = getattr(inner, "max_age", None) if max_age == "endpoint" else max_age
+        self.max_age: float | None = getattr(inner, "max_age", None) if max_age == "endpoint" else cast("float | None", max_age)
         self.refresh = refresh
         self.validate_retries = validate_retries
         self._refreshed: set[str] = set()
@@ -554,7 +556,7 @@ class CachedEndpoint:
         flight = self._inflight.get(key)
         if flight is None:
             flight = self._inflight[key] = _Flight(asyncio.ensure_future(self._fetch(query, key, expect)))
-            flight.task.add_done_callback(lambda task, key=key: self._landed(key, task))
+            flight.task.add_done_callback(functools.partial(self._landed, key))
             self.stats["sent"] += 1
             charge("requests_sent")
         else:
