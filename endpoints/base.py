@@ -14,7 +14,10 @@ class Endpoint(Protocol):
     keys on it, so two endpoints with the same name must give the same answers.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The data's identity (an attribute or a read-only property in implementations)."""
+        ...
 
     async def select(self, query: str) -> SelectResult:
         """Run a SELECT (or ASK) query; raise `EndpointError` on failure, never return a silent empty."""

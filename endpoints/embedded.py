@@ -162,6 +162,7 @@ class EmbeddedEndpoint:
         result, error = self._run(self.store, query)
         if error is not None:
             raise EndpointError(error)
+        assert result is not None  # _run returns a result or an error
         return result
 
     @staticmethod

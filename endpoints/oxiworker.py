@@ -105,7 +105,7 @@ def main(argv: list[str]) -> int:
             if isinstance(result, ox.QueryTriples):
                 reply = _frame(b"E", b"the embedded store got a CONSTRUCT/DESCRIBE query: kgfed's select takes SELECT or ASK")
             else:
-                reply = _frame(b"J", result.serialize(format=json_format))
+                reply = _frame(b"J", result.serialize(format=json_format))  # type: ignore[arg-type]  # bytes: no output file given
             del result
         except SyntaxError as exc:
             reply = _frame(b"E", f"the embedded store rejected the query: {_first(exc)}".encode())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..sparql.dialects import FREEBASE, WIKIDATA, Dialect, get_dialect
+from ..sparql.dialects import FREEBASE, WIKIDATA, Dialect, SearchMode, get_dialect
 from ..sparql.errors import UnknownEndpoint
 from ..sparql.secrets import redact, strip_credentials
 from .base import Endpoint
@@ -27,7 +27,7 @@ class Profile:
     name: str
     url: str
     dialect: str
-    search_mode: str = "exact"
+    search_mode: SearchMode = "exact"
     graph: str = ""
     server: ServerKind = "generic"
     limits: str = ""

@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 from ..sparql.errors import KgfedError
 
@@ -321,7 +322,7 @@ class VirtuosoServer(LocalServer):
         """The virtuoso.ini for this instance: everything inside the workdir, localhost only."""
         w = self.workdir
         dirs = [str(w), *sorted({str(p.parent) for files in self.graphs.values() for p in files})]
-        sections: dict[str, dict[str, str | int]] = {
+        sections: dict[str, dict[str, str | int | Path]] = {
             "Database": {
                 "DatabaseFile": w / "virtuoso.db", "ErrorLogFile": w / "virtuoso.log",
                 "LockFile": w / "virtuoso.lck", "TransactionFile": w / "virtuoso.trx",
@@ -448,8 +449,11 @@ class OxigraphServer(LocalServer):
         return cmd
 
 
-def _serve_forever(server: LocalServer, describe: Callable[[LocalServer], str], out=sys.stdout,
-                   info: Callable[[LocalServer], dict] | None = None) -> int:
+_Server = TypeVar("_Server", bound="LocalServer")
+
+
+def _serve_forever(server: _Server, describe: Callable[[_Server], str], out=sys.stdout,
+                   info: Callable[[_Server], dict] | None = None) -> int:
     """Start `server`, print how to reach it (one JSON line when `info` is given), block until Ctrl-C
     or SIGTERM, stop it; returns 0."""
 

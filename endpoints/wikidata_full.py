@@ -49,13 +49,14 @@ class SplitGraphEndpoint:
         merged = merge_results(results)
         missing = _unlabelled(merged)
         if missing:
-            lang = (_LANG.search(query) or [None, "en"])[1]
+            found = _LANG.search(query)
+            lang = found[1] if found else "en"
             labels = await self._labels(missing, lang)
             merged = merge_results([_with_labels(merged, labels)])
         return merged
 
     async def _labels(self, iris: Sequence[str], lang: str) -> dict[str, Term]:
-        values = " ".join(f"(<{iri}> <http://www.wikidata.org/entity/{_ENTITY.match(iri)[1]}>)" for iri in iris)
+        values = " ".join(f"(<{iri}> <http://www.wikidata.org/entity/{_ENTITY.match(iri)[1]}>)" for iri in iris)  # type: ignore[index]  # _unlabelled keeps only _ENTITY matches
         query = (f"SELECT ?v ?label WHERE {{\n  VALUES (?v ?e) {{ {values} }}\n  ?e <{RDFS_LABEL}> ?label .\n"
                  f'  FILTER(LANG(?label) = "" || LANGMATCHES(LANG(?label), {terms.literal(lang)}))\n}}')
         found: dict[str, Term] = {}

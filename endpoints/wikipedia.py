@@ -129,7 +129,7 @@ class JsonCache:
 
     def __init__(self, directory: str | os.PathLike | None = None, *, size_limit: int = 2**31, store: Any = None):
         if store is None:
-            self.directory = Path(directory) if directory else Path.home() / ".cache" / "kgfed" / "wikipedia"
+            self.directory: Path | None = Path(directory) if directory else Path.home() / ".cache" / "kgfed" / "wikipedia"
             store = diskcache.Cache(str(self.directory), size_limit=size_limit)
         else:
             self.directory = getattr(store, "directory", None)
@@ -304,7 +304,8 @@ class WikipediaSource:
         by_title = {rec.get("title"): rec for rec in query["pages"].values()}
         out = {}
         for asked in titles:
-            chain, current = [], asked.strip()
+            chain: list[str] = []
+            current = asked.strip()
             while current in hops and current not in chain and len(chain) < 10:
                 chain.append(current)
                 current = hops[current]
@@ -393,7 +394,7 @@ class WikipediaSource:
 
 
 def _page_from_record(rec: dict[str, Any], asked: str, chain: tuple[str, ...], *, text: bool, host: str) -> Page:
-    common = {"key": asked, "redirected_from": chain, "pageid": rec.get("pageid")}
+    common: dict[str, Any] = {"key": asked, "redirected_from": chain, "pageid": rec.get("pageid")}
     title = rec.get("title", asked)
     if "invalid" in rec:
         return Page(title, invalid=True, reason=rec.get("invalidreason") or "invalid title", **common)
