@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import os
 import re
 import string
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -105,6 +106,7 @@ _NS_ENTITY = re.compile(r"^ns:([mg]\.[\w]+)$")
 class Gold:
     """What the stand-in knows of one question: gold answers, gold-query relations and bound entities."""
 
+    id: str
     text: str
     answers: list[str]                       # names and aliases from the file
     answer_ids: list[str]
@@ -144,7 +146,7 @@ class Gold:
         ids = [i for group in (getattr(question, "answer_ids", {}) or {}).values() for i in group]
         topics = {i: n for group in (getattr(question, "topics", {}) or {}).values() for i, n in group.items()}
         answers = list(dict.fromkeys([*getattr(question, "answers", []), *getattr(question, "aliases", [])]))
-        return cls(question.text, [a for a in answers if a.strip()], ids, list(dict.fromkeys(relations)), topics, sparql, patterns)
+        return cls(str(getattr(question, "id", "")), question.text, [a for a in answers if a.strip()], ids, list(dict.fromkeys(relations)), topics, sparql, patterns)
 
     @property
     def has_gold(self) -> bool:
@@ -309,6 +311,8 @@ class GoldLLM(LLM):
         self._texts = sorted(self.by_text, key=len, reverse=True)
         self._norms = sorted(self.by_norm, key=len, reverse=True)
         self.kgs: dict[str, Any] = {}
+        # $KGFED_GOLD_TRACE: a JSONL file noting, per call, whether a gold answer was shown and named (bench/gold_report.py)
+        self.trace: str | None = os.environ.get("KGFED_GOLD_TRACE") or None
         self._locks: dict[int, asyncio.Lock] = {}
 
     @classmethod
@@ -392,10 +396,19 @@ class GoldLLM(LLM):
 
     # -- the provider call --
     async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None, **_: Any) -> Completion:
-        kind, reply = _kind(prompt)
+        prefix, kind, reply = _kind(prompt)
         gold = await self.resolve(self.gold_for(prompt))
         text = reply(gold, prompt)
+        if self.trace is not None:
+            self._note(gold, kind, prompt[len(prefix):], text)
         return Completion(text, tokens(prompt) + tokens(system or ""), tokens(text))
+
+    def _note(self, gold: Gold, kind: str, case: str, reply: str) -> None:
+        """One line of the trace (`$KGFED_GOLD_TRACE`): did the prompt show a gold answer, did the reply name one."""
+        shown = gold.answer_in(case.replace(gold.text, " "), prose=True) is not None
+        named = gold.answer_in(reply.replace(gold.text, " "), prose=True) is not None
+        with open(self.trace, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"id": gold.id, "kind": kind, "shown": shown, "named": named}) + "\n")
 
 
 def _first_words(prompt: str) -> str:
@@ -732,18 +745,19 @@ KINDS: list[tuple[str, str, Any]] = [
 ]
 
 
-def _kind(prompt: str) -> tuple[str, Any]:
-    best = max(((len(prefix), kind, reply) for prefix, kind, reply in KINDS if prompt.startswith(prefix)), default=None,
-               key=lambda t: t[0])
+def _kind(prompt: str) -> tuple[str, str, Any]:
+    """(the template prefix, the kind, its replier) of the longest known template the prompt starts with."""
+    best = max(((prefix, kind, reply) for prefix, kind, reply in KINDS if prompt.startswith(prefix)), default=None,
+               key=lambda t: len(t[0]))
     if best is None:
         raise LLMError(f"--llm gold does not know this prompt ({_first_words(prompt)}): the stand-in answers the "
                        "prompts of kgfed's six methods only (toolbox.prompts)")
-    return best[1], best[2]
+    return best
 
 
 def kind_of(prompt: str) -> str:
     """The prompt kind the stand-in reads `prompt` as (for tests and reports)."""
-    return _kind(prompt)[0]
+    return _kind(prompt)[1]
 
 
 def gold_path(spec: str) -> str | None:
