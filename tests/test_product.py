@@ -132,6 +132,24 @@ def test_dialect_is_accepted_by_multi_kg_commands(capsys):
     assert out.splitlines()[1].split("\t")[:2] == ["University of Cambridge", "Q35794"]
 
 
+@pytest.mark.parametrize("command", ["demo", "endpoints", "eval x.jsonl", "rog x.parquet --out y.nt"])
+def test_commands_without_a_kg_refuse_dialect_with_the_hint(capsys, command):
+    code, _, err = run(capsys, *command.split(), "--dialect=freebase")
+    line = one_line_error(err)
+    assert code == 2 and f"kgfed {command.split()[0]} reads no KG of one dialect" in line and "NAME=DIALECT@SPEC" in line
+
+
+def test_every_kg_command_takes_dialect():
+    from kgfed.engine.cli.app import build_parser
+
+    parser, handlers = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a.choices, dict))
+    takes = {name for name, p in sub.choices.items() if any("--dialect" in a.option_strings for a in p._actions)}
+    kg_commands = {"relations", "neighbors", "labels", "search", "query", "context", "extract", "extract-check", "doctor",
+                   "gold", "align", "expand", "ask", "run", "mcp"}
+    assert kg_commands <= takes, kg_commands - takes
+
+
 # -- 4. the rest ------------------------------------------------------------------------------------------------
 def test_expand_and_ask_write_whole_ids_as_tsv_when_piped(capsys):
     code, out, err = run(capsys, "expand", "m.0282x", "Q42")

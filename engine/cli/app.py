@@ -140,7 +140,14 @@ class KgfedParser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         where = self.prog.removeprefix("kgfed").strip()
         prefix = f"{where}: " if where else ""
-        self.exit(2, f"kgfed: error: {prefix}{message.splitlines()[0]} (see {self.prog} --help)\n")
+        line = message.splitlines()[0]
+        if line.startswith("unrecognized arguments") and any(w.startswith("--dialect") for w in line.split()):
+            given = getattr(self, "argv", None)
+            command = next((a for a in (sys.argv[1:] if given is None else given) if not a.startswith("-")), "this command")
+            self.exit(2, f"kgfed: error: kgfed {command} reads no KG of one dialect, so it takes no --dialect (KG commands "
+                         "do: relations, search, query, ask, run, expand, …; give each of several KGs its dialect with "
+                         "--endpoint NAME=DIALECT@SPEC)\n")
+        self.exit(2, f"kgfed: error: {prefix}{line} (see {self.prog} --help)\n")
 
 
 def http_options(args: argparse.Namespace):
@@ -677,6 +684,7 @@ def _main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     parser, handlers = build_parser()
     try:
+        parser.argv = argv  # type: ignore[attr-defined]  # for the --dialect refusal, which names the command
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a one-line argument error: a code, not an exception
         return exc.code if isinstance(exc.code, int) else 2
