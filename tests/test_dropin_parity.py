@@ -651,3 +651,20 @@ def test_threads_that_come_and_go_leave_no_cache_connection_open(echo, tmp_path)
                           range(round_ * 4, round_ * 4 + 4)))
     sync.flush_cache()
     assert open_files() <= before + 2, "reader connections of ended threads are still open"
+
+
+@pytest.mark.parametrize(("doc", "form", "complete"), [
+    ({"head": {"vars": ["x"]}, "results": {"bindings": [{"x": {"type": "uri", "value": "http://a"}}]}}, "SELECT", True),
+    ({"head": {"vars": ["x"]}, "results": {"bindings": []}}, "SELECT", True),
+    ({"head": {}, "boolean": False}, "ASK", True),
+    ({"head": {"vars": ["x"]}, "results": {"bindings": [{"y": {"type": "uri", "value": "http://a"}}]}}, "SELECT", False),
+    ({"head": {"vars": ["x"]}, "results": {"bindings": [{"x": {"type": "uri"}}]}}, "SELECT", False),
+    ({"head": {"vars": ["x"]}, "results": {"bindings": [{"x": {"type": "thing", "value": "a"}}]}}, "SELECT", False),
+    ({"head": {"vars": ["x"]}, "results": {"bindings": [["x"]]}}, "SELECT", False),
+    ({"head": {"vars": ["x"]}, "results": {}}, "SELECT", False),
+    ({"head": {}, "boolean": True}, "SELECT", False),
+    ({"head": {"vars": ["x"]}, "results": {"bindings": []}}, "ASK", False),
+])
+def test_only_complete_documents_of_the_querys_form_are_stored(doc, form, complete):
+    assert sync.complete_document(json.dumps(doc).encode(), form) is complete
+    assert sync.complete_document(json.dumps(doc).encode()[:-1], form) is False  # cut short: never

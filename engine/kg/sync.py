@@ -78,8 +78,9 @@ import SPARQLWrapper as _sw
 from SPARQLWrapper import SmartWrapper as _smart
 from SPARQLWrapper import Wrapper as _wrapper
 from SPARQLWrapper import sparql_dataframe as _sparql_dataframe
-from SPARQLWrapper import (ASK, BASIC, CONSTRUCT, CSV, DELETE, DESCRIBE, DIGEST, GET, INSERT, JSON, JSONLD, N3, POST,
-                           POSTDIRECTLY, RDF, RDFXML, SELECT, TSV, TURTLE, URLENCODED, XML, QueryResult)
+# the drop-in re-exports SPARQLWrapper's names (`*_sw.__all__` below), which ruff cannot see
+from SPARQLWrapper import (ASK, BASIC, CONSTRUCT, CSV, DELETE, DESCRIBE, DIGEST, GET, INSERT, JSON, JSONLD, N3, POST,  # noqa: F401
+                           POSTDIRECTLY, RDF, RDFXML, SELECT, TSV, TURTLE, URLENCODED, XML, QueryResult)  # noqa: F401
 from SPARQLWrapper.SPARQLExceptions import (EndPointInternalError, EndPointNotFound, QueryBadFormed,
                                             SPARQLWrapperException, Unauthorized, URITooLong)
 from multidict import CIMultiDict
@@ -134,7 +135,7 @@ class SyncKG:
         self._kg, self._runner = kg, runner
 
     @classmethod
-    def open(cls, spec: str, **options) -> "SyncKG":
+    def open(cls, spec: str, **options) -> SyncKG:
         from .facade import KG
 
         runner = _LoopThread()
@@ -144,7 +145,7 @@ class SyncKG:
 
         return cls(runner.run(make()), runner)
 
-    def __enter__(self) -> "SyncKG":
+    def __enter__(self) -> SyncKG:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -208,7 +209,7 @@ _FIXES = {400: "fix the query", 401: "check setCredentials", 404: "check the end
 
 
 def _rebuild_http_error(url: str, code: int, message: str, headers: list[tuple[str, str]], body: bytes,
-                        reason: str) -> "_HTTPError":
+                        reason: str) -> _HTTPError:
     return _HTTPError(url, code, message, headers, body, reason)
 
 
@@ -304,11 +305,13 @@ def complete_document(body: bytes, query_type: str) -> bool:
     if not isinstance(results, dict) or not isinstance(results.get("bindings"), list):
         return False
     names = set(variables)
-    return all(
-        isinstance(row, dict) and all(
-            name in names and isinstance(term, dict) and term.get("type") in _TERM_TYPES and "value" in term
-            for name, term in row.items())
-        for row in results["bindings"])
+    for row in results["bindings"]:  # plain loops: this runs for every answer stored
+        if not isinstance(row, dict) or not row.keys() <= names:
+            return False
+        for term in row.values():
+            if not isinstance(term, dict) or term.get("type") not in _TERM_TYPES or "value" not in term:
+                return False
+    return True
 
 
 Entry = tuple[int, list[tuple[str, str]], bytes]  # status, headers, body: what the server sent
@@ -355,7 +358,8 @@ class _RawCache:
             return connection
         except (sqlite3.Error, OSError) as exc:
             warnings.warn(f"kgfed: the drop-in cannot keep answers in {self.directory} ({exc}); queries are sent "
-                          "uncached: give a writable cache_dir= or KGFED_CACHE_DIR, or set KGFED_NO_CACHE=1", RuntimeWarning)
+                          "uncached: give a writable cache_dir= or KGFED_CACHE_DIR, or set KGFED_NO_CACHE=1", RuntimeWarning,
+                          stacklevel=2)
             return None
         finally:
             self._ready.set()
@@ -424,7 +428,8 @@ class _RawCache:
                             self._existed, self._written = True, set()
             except (sqlite3.Error, OSError) as exc:  # a full disk must not stop the answers
                 warnings.warn(f"kgfed: the drop-in's cache in {self.directory} could not store {len(rows)} answers "
-                              f"({exc}); answers are still returned, free space or set KGFED_NO_CACHE=1", RuntimeWarning)
+                              f"({exc}); answers are still returned, free space or set KGFED_NO_CACHE=1", RuntimeWarning,
+                              stacklevel=2)
             finally:
                 for key, queued in taken.items():
                     if self._pending.get(key) is queued:  # not replaced meanwhile by a newer answer
@@ -607,7 +612,7 @@ NO_LIMIT = 24 * 3600.0  # no client-side time limit unless setTimeout asks for o
 class _PoliteClient(HttpClient):
     """kgfed's HttpClient whose 429 pauses hold the host for every drop-in client of the process."""
 
-    peers: "weakref.WeakSet[_PoliteClient]" = weakref.WeakSet()
+    peers: weakref.WeakSet[_PoliteClient] = weakref.WeakSet()
 
     def __init__(self, transport: Any = None) -> None:
         super().__init__(timeout=NO_LIMIT, transport=transport)
