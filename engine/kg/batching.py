@@ -76,6 +76,9 @@ async def _all(coros: Sequence) -> list:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        for task in tasks:  # siblings that failed too: their errors are seen (no "never retrieved" noise)
+            if task.done() and not task.cancelled():
+                task.exception()
 
 
 class AdaptiveBatches:
