@@ -87,7 +87,7 @@ def _caller_stacklevel() -> int:
         if "importlib" in filename and "_bootstrap" in filename:
             frame = frame.f_back
             continue
-        if not (frame.f_globals.get("__name__") in (__name__, "importlib")):
+        if frame.f_globals.get("__name__") not in (__name__, "importlib"):
             return level
         frame, level = frame.f_back, level + 1
     return 1

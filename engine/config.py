@@ -38,7 +38,7 @@ class HttpOptions:
     concurrency: int | None = None  # None: each host's own default (WDQS 5, QLever 4, Wikimedia APIs 3, others 16)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> "HttpOptions":
+    def from_options(cls, options: Mapping[str, Any]) -> HttpOptions:
         """From option names as the CLI spells them (`timeout`, `user_agent`, `contact`, `concurrency`)."""
         return cls(timeout=options.get("timeout", 60.0), user_agent=options.get("user_agent"),
                    contact=options.get("contact"), concurrency=options.get("concurrency"))
@@ -62,7 +62,7 @@ class CacheOptions:
     max_age: float | None = None  # seconds; None: the endpoint's default (a week for live Wikidata)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> "CacheOptions":
+    def from_options(cls, options: Mapping[str, Any]) -> CacheOptions:
         """From option names as the CLI spells them (`cache_dir`, `no_cache`, `offline`, `refresh`, `max_age`)."""
         return cls(root=options.get("cache_dir"), enabled=not options.get("no_cache", False),
                    offline=bool(options.get("offline", False)), refresh=bool(options.get("refresh", False)),
@@ -95,7 +95,7 @@ class KGSpec:
                              "e.g. ('qlever-wikidata',)")
 
     @classmethod
-    def parse(cls, item: str, *, name: str | None = None) -> "KGSpec":
+    def parse(cls, item: str, *, name: str | None = None) -> KGSpec:
         """`NAME=[DIALECT@]SPEC` (or a bare `[DIALECT@]SPEC` when `name` is given)."""
         key, sep, spec = item.partition("=")
         if not sep or not spec.strip() or ":" in key or "/" in key:  # a bare spec (URLs and file: rarely hold =)
@@ -127,7 +127,7 @@ class AlignOptions:
     margin: float = 0.05
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> "AlignOptions":
+    def from_options(cls, options: Mapping[str, Any]) -> AlignOptions:
         """From option names as the CLI spells them (`methods` as `p646,label,sbert` or `auto`, `threshold`, `margin`)."""
         methods = options.get("methods", "auto")
         if isinstance(methods, str) and methods != "auto":

@@ -170,7 +170,7 @@ class KG:
         client: HttpClient | None = None,
         fallbacks: Sequence[str] = (),
         **options,
-    ) -> "KG":
+    ) -> KG:
         """A KG for an endpoint spec (`wikidata`, `qlever-freebase`, `file:kg.nt`, a URL + dialect).
 
         `cache=False` disables the response cache; `cache_dir` moves it; `offline=True` answers only
@@ -198,7 +198,7 @@ class KG:
         return cls(endpoint, chosen, name=name, cache=cache, offline=offline, client=client if owned else None,
                    own_cache=own_cache, fallbacks=backups, **options)
 
-    async def __aenter__(self) -> "KG":
+    async def __aenter__(self) -> KG:
         return self
 
     async def __aexit__(self, *exc) -> None:

@@ -51,7 +51,7 @@ class Edge:
     def label(self) -> str | None:
         return self.object_label if self.direction == "out" else self.subject_label
 
-    def with_origin_label(self, label: str | None) -> "Edge":
+    def with_origin_label(self, label: str | None) -> Edge:
         """This edge with `label` as the name of its origin (the entity it was asked about); a
         cheaper `dataclasses.replace` for the one field a walk fills in."""
         if self.direction == "out":

@@ -171,7 +171,7 @@ class SyncKG:
 # ---- the drop-in's errors: the genuine classes, and kgfed's EndpointError too ------------------------------
 # Every class below pickles (a worker process's error reaches its parent intact): `__reduce__` rebuilds it
 # by its registered name, since `sync.QueryBadFormed` is (and must stay) the genuine class itself.
-_TWINS: dict[str, type[Exception]] = {}
+_TWINS: dict[str, Any] = {}
 
 
 def _rebuild_twin(name: str, message: str) -> Exception:
@@ -179,7 +179,7 @@ def _rebuild_twin(name: str, message: str) -> Exception:
     return _TWINS[name](message)
 
 
-def _twin_error(genuine: type[Exception], kgfed: type[KgfedError] = EndpointError) -> type[Exception]:
+def _twin_error(genuine: type[Exception], kgfed: type[KgfedError] = EndpointError) -> Any:
     """A subclass of the genuine exception that is also a kgfed error, with a one-line message."""
 
     def __init__(self, message: str, *, status: int | None = None, response: bytes = b"") -> None:
@@ -728,9 +728,12 @@ class _Runtime:
 
     def send(self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float | None):
         """One request through kgfed's client; `timeout` (setTimeout) bounds each wait, as urllib's does."""
-        in_loop = _running_loop() is not None
-        runner, client = self._background() if in_loop else (self._own(), None)
-        client = client or runner.client
+        runner: _LoopThread | _ThreadClient
+        if _running_loop() is not None:
+            runner, client = self._background()
+        else:
+            runner = self._own()
+            client = runner.client
         with self._slot(urlsplit(url).netloc, client):
             return runner.run(_exchange(client, method, url, body, headers, timeout or None))
 
@@ -744,11 +747,11 @@ class _Runtime:
             for client in self.clients:
                 client.close()
             if self.background is not None:
-                runner, client = self.background
+                loop_thread, polite = self.background
                 try:
-                    runner.run(client.aclose())
+                    loop_thread.run(polite.aclose())
                 finally:
-                    runner.close()
+                    loop_thread.close()
         finally:
             for cache in self.caches.values():
                 if cache is not None:
@@ -763,7 +766,7 @@ async def _exchange(client: HttpClient, method: str, url: str, body: bytes | Non
     try:
         return await client.request(method, url, data=body, headers=headers, timeout=timeout)
     except EndpointError as exc:
-        exc.last_response = holder[0] if holder else None
+        setattr(exc, "last_response", holder[0] if holder else None)  # noqa: B010 - read by _send
         raise
     finally:
         _LAST_RESPONSE.reset(token)
@@ -869,9 +872,9 @@ def _file_answer(path: str, query: str, query_type: str, return_format: str) -> 
                                   status=400) from None
     if query_type in (CONSTRUCT, DESCRIBE):
         name, content_type = _FILE_GRAPH_FORMATS.get(return_format, ("N_TRIPLES", "application/n-triples"))
-        return content_type, result.serialize(format=getattr(ox.RdfFormat, name))
+        return content_type, result.serialize(format=getattr(ox.RdfFormat, name)) or b""
     name, content_type = _FILE_FORMATS.get(return_format, _FILE_FORMATS[XML])
-    return content_type, result.serialize(format=getattr(ox.QueryResultsFormat, name))
+    return content_type, result.serialize(format=getattr(ox.QueryResultsFormat, name)) or b""
 
 
 # ---- the drop-in --------------------------------------------------------------------------------------------
@@ -891,15 +894,17 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
     def _kgfed_setup(self, cache: bool | None, cache_dir: str | os.PathLike | None) -> None:
         self.kgfed_cache_dir = _cache_directory(cache_dir) if _cache_enabled(cache) else None
 
-    def _query(self) -> tuple[Any, str]:  # type: ignore[override]
+    def _query(self) -> tuple[Any, str]:
         """Send the request the genuine library built, through kgfed; (response, format) as the genuine one."""
         if self.isSparqlUpdateRequest() or (self.user and self.passwd and self.http_auth == DIGEST):
             return self._genuine_query()  # the genuine urllib path, uncached
         if self.endpoint.startswith("file:"):
-            content_type, body = _file_answer(self.endpoint[5:], self.queryString, self.queryType, self.returnFormat)
-            return _Response(self.endpoint, 200, [("Content-Type", content_type)], body), self.returnFormat
+            content_type, answer = _file_answer(self.endpoint[5:], self.queryString, self.queryType or SELECT,
+                                                self.returnFormat)
+            return _Response(self.endpoint, 200, [("Content-Type", content_type)], answer), self.returnFormat
         request = self._createRequest()
         method, url, body = request.get_method(), request.full_url, request.data
+        assert body is None or isinstance(body, bytes)  # _createRequest sets bytes or nothing
         headers = {name.title(): value for name, value in request.header_items()}  # urllib's "User-agent"
         if self.agent == _sw.__agent__ and not any(k.lower() == "user-agent" for k in self.customHttpHeaders):
             headers.pop("User-Agent", None)  # the genuine default agent: send kgfed's descriptive one
@@ -907,12 +912,13 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
         if userinfo is not None:
             headers.setdefault("Authorization", userinfo)
         runtime = _runtime()
-        cache = key = None
+        query_type = self.queryType or SELECT
+        cache, key = None, ""
         if self.kgfed_cache_dir is not None and self.returnFormat == JSON and self.queryType in (SELECT, ASK):
             cache = runtime.cache(self.kgfed_cache_dir)
         if cache is not None:
             key = cache_key(method, url, body, headers)
-            hit = cache.get(key, self.queryType)
+            hit = cache.get(key, query_type)
             if hit is not None:
                 status, stored_headers, stored_body = hit
                 return _Response(url, status, stored_headers, stored_body), self.returnFormat
@@ -922,7 +928,7 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
         content_type = response.headers.get("Content-Type", "")
         if (cache is not None and response.status == 200 and any(t in content_type for t in _SPARQL_JSON_TYPES)
                 and _complete_headers(answer_headers)):
-            cache.put(key, (response.status, answer_headers, response.body), self.queryType)
+            cache.put(key, (response.status, answer_headers, response.body), query_type)
         return _Response(strip_credentials(response.url or url), response.status, answer_headers,
                          response.body), self.returnFormat
 
@@ -980,11 +986,11 @@ def get_sparql_dataframe(endpoint: str, query: str | bytes):
     if sparql.queryType != SELECT:
         raise _NOT_SELECT("get_sparql_dataframe supports SELECT queries only: rewrite the query as a SELECT")
     try:
-        import pandas as pd
+        import pandas as pd  # type: ignore[import-untyped]
     except ImportError:
         raise KgfedError("get_sparql_dataframe needs pandas: pip install pandas") from None
     import rdflib.term
 
     rows = [{k: rdflib.term.Literal(v.value, datatype=v.datatype).toPython() for k, v in binding.items()}
-            for binding in sparql.query().bindings]
+            for binding in sparql.query().bindings]  # type: ignore[union-attr]
     return pd.DataFrame(rows)
