@@ -60,7 +60,7 @@ class Alignment:
     def ids(self) -> dict[str, str]:
         return {self.source_kg: self.source, self.target_kg: self.target}
 
-    def reversed(self) -> "Alignment":
+    def reversed(self) -> Alignment:
         return Alignment(self.target_kg, self.target, self.source_kg, self.source, self.method, self.confidence)
 
     def to_json(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-async def cosine_matrix(embedder: Any, rows: Sequence[str], columns: Sequence[str] | None = None) -> "np.ndarray":
+async def cosine_matrix(embedder: Any, rows: Sequence[str], columns: Sequence[str] | None = None) -> np.ndarray:
     """rows × columns cosine similarities (rows × rows without `columns`), all texts encoded in one call."""
     import numpy as np
 

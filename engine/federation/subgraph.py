@@ -322,7 +322,7 @@ class _State:
             merged.nodes.append(node)
         merged.relation_labels = await self._relation_labels()
         seen_links = set()
-        for (kg, subject, relation, obj, via), (edge, hop) in self.edges.items():
+        for (kg, subject, relation, obj, via), (_edge, hop) in self.edges.items():
             link = Link(kg, index[(kg, subject)], relation, index[(kg, obj)], merged.relation_labels[kg][relation], via, hop)
             if link not in seen_links:
                 seen_links.add(link)

@@ -248,7 +248,7 @@ def _collapse_cvts(merged: MergedGraph) -> tuple[list[Link], set[int]]:
             cvts.discard(cvt)  # CVT next to CVT: too rare to draw cleverly, keep the nodes
             edges.extend(e for e in around if e not in edges)
             continue
-        other = lambda e: e.object if e.subject == cvt else e.subject  # noqa: E731
+        other = lambda e: e.object if e.subject == cvt else e.subject  # noqa: E731, B023 (used in this iteration only)
         anchor = min(around, key=lambda e: (merged.nodes[other(e)].hop, not merged.nodes[other(e)].topic))
         first = anchor.label if anchor.object == cvt else f"^{anchor.label}"
         for edge in around:
