@@ -114,7 +114,6 @@ async def _timed(make: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:
 
 async def _reachable(report: Report, endpoint, http) -> bool:
     """`ASK {}`: HTTP status, content type, SPARQL-JSON body; the server software from its headers."""
-    from ...endpoints.http import ACCEPT
     from ...sparql.results import parse_sparql_json
 
     if http is None:
@@ -229,7 +228,7 @@ async def _size(report: Report, endpoint) -> None:
     try:
         result = await asyncio.wait_for(endpoint.select("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"), SIZE_SECONDS)
         count = int(result.rows[0]["n"].value)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         report.add("size", "ok", f"big: counting did not finish in {SIZE_SECONDS:.0f} s")
         return
     except (KgfedError, LookupError, ValueError) as exc:
@@ -241,7 +240,6 @@ async def _size(report: Report, endpoint) -> None:
 
 async def _row_cap(report: Report, http) -> None:
     """Ask for ROW_PROBE rows: a server cap shows as fewer rows and/or X-SPARQL-MaxRows."""
-    from ...endpoints.http import ACCEPT
     from ...sparql.results import parse_sparql_json
 
     params = {"query": f"SELECT ?s ?p ?o WHERE {{ ?s ?p ?o }} LIMIT {ROW_PROBE}"}
@@ -273,7 +271,6 @@ async def _partial(report: Report, http) -> None:
         report.add("partial answers", "ok", f"not signalled by {software or 'this server'}: a slow query fails or times out "
                    "(kgfed's --timeout) rather than answering in part")
         return
-    from ...endpoints.http import ACCEPT
 
     params = {"query": HEAVY, "timeout": str(ANYTIME_MS)}
     if http.default_graph:
@@ -281,7 +278,7 @@ async def _partial(report: Report, http) -> None:
     try:
         response, seconds = await _timed(lambda: asyncio.wait_for(
             http.client.request("GET", http.url, params=params, headers=http.request_headers()), ANYTIME_SECONDS))
-    except asyncio.TimeoutError:
+    except TimeoutError:
         report.add("partial answers", "warn", f"Virtuoso ran a query past {ANYTIME_SECONDS:.0f} s despite timeout={ANYTIME_MS} "
                    "(anytime queries off?): long template queries may hang; set MaxQueryExecutionTime")
         return

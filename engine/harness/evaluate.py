@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ...sparql.errors import DatasetError
-from .datasets import Question, canonical_dataset, gold_answers, load_dataset, read_records
+from .datasets import Question, canonical_dataset, gold_answers, load_dataset, read_records  # noqa: F401  (load_dataset: docs/evaluation.md imports it from here)
 
 FORMATS = ("tog", "tog-json", "tog2")
 NULL_ANSWER = "NULL"  # ToG's "no answer": `{NULL}` in `results` (eval.py: in the denominator, never right)

@@ -45,7 +45,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +95,7 @@ class Caps:
     exclude: tuple[str, ...] = FREEBASE_EXCLUDE
 
     @classmethod
-    def for_dialect(cls, dialect: Dialect, **overrides: Any) -> "Caps":
+    def for_dialect(cls, dialect: Dialect, **overrides: Any) -> Caps:
         """The defaults of a dialect (Freebase or Wikidata), with `overrides` (None = keep default)."""
         base = cls() if dialect.compound_relations else cls(type_relations=WIKIDATA_TYPES, exclude=())  # Freebase's defaults
         given = {k: v for k, v in overrides.items() if v is not None}
@@ -498,7 +498,7 @@ class Journal:
         reports = list(self.reports.values())
         sidecar = {
             "format": FORMAT_VERSION, "out": str(self.out), "settings": self.settings,
-            "date": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+            "date": datetime.now(UTC).replace(microsecond=0).isoformat(),
             "counts": {"questions": len(reports), "triples": len(lines), "subjects": len(subjects),
                        "bytes": self.out.stat().st_size,
                        "capped_relations": sum(len(r["capped"]) for r in reports),
@@ -521,7 +521,7 @@ class Bar:
         self.started = self._last = time.perf_counter()
         self._bar = None
 
-    def __enter__(self) -> "Bar":
+    def __enter__(self) -> Bar:
         from rich.console import Console
 
         console = Console(stderr=True)

@@ -70,7 +70,7 @@ class RunSpec:
     embeddings_dir: str | None = None
     llm_concurrency: int | None = None
 
-    def resolved(self) -> "RunSpec":
+    def resolved(self) -> RunSpec:
         """A copy with the cache root made explicit (an absolute directory or a Redis URL), so other
         processes and Ray actors on any node open the same stores."""
         from ...cache.root import CacheSpec
@@ -85,19 +85,19 @@ class RunSpec:
     def _options(self) -> dict[str, Any]:
         return {**KG_OPTION_DEFAULTS, **self.kg_options}
 
-    def kg_specs(self) -> list["KGSpec"]:
+    def kg_specs(self) -> list[KGSpec]:
         """The run's KGs as value objects (from the `--kg`/`--endpoint`/`--partial` options)."""
         from ..config import kg_specs
 
         options = self._options()
         return kg_specs(options["kg"], options["endpoint"], partial=options["partial"], fallbacks=options["fallback"])
 
-    def http_options(self) -> "HttpOptions":
+    def http_options(self) -> HttpOptions:
         from ..config import HttpOptions
 
         return HttpOptions.from_options(self._options())
 
-    def cache_options(self) -> "CacheOptions":
+    def cache_options(self) -> CacheOptions:
         from ..config import CacheOptions
 
         return CacheOptions.from_options(self._options())
@@ -134,7 +134,7 @@ class Runtime:
         self._client = None
         self.embedder = None
 
-    async def __aenter__(self) -> "Runtime":
+    async def __aenter__(self) -> Runtime:
         from ..config import open_kgs
         from ..toolbox.llm import make_llm
 
@@ -236,7 +236,7 @@ class Runtime:
                     ids[i] = labels[i].label if i in labels and labels[i].label else i
         return topics
 
-    async def answer(self, question: Question, fmt: str) -> "Answered":
+    async def answer(self, question: Question, fmt: str) -> Answered:
         """One question through the method; any failure is recorded, never raised (except cancellation)."""
         try:
             result = await self.method.answer(question.text, await self.named_topics(question))
@@ -533,7 +533,7 @@ class Progress:
         self._loading = started
         self.update()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         from rich.console import Console
 
         console = Console(stderr=True)
