@@ -32,9 +32,10 @@ from __future__ import annotations
 from ...sparql.guard import BUILTIN_SERVICE_PREFIX, MAX_QUERY_CHARS, WDQS_PREFIXES, ServicePolicy, check_read_only
 from .schemas import *  # noqa: F403
 from .schemas import __all__ as _schema_names
-from .service import Engine, ServerOptions, _cost, _http_parts, _partial, _short, connecting_paths, relation_vocabulary
-from .wiring import (INSTRUCTIONS, READ_ONLY, SHUTDOWN_GRACE, KgfedMCP, Progress, _check_port, _guard, _one_line,
-                     _serve_http, build_server, log, serve)
+# the private names stay importable from here for code written against the one-module server
+from .service import Engine, ServerOptions, _cost, _http_parts, _partial, _short, connecting_paths, relation_vocabulary  # noqa: F401
+from .wiring import (INSTRUCTIONS, READ_ONLY, SHUTDOWN_GRACE, KgfedMCP, Progress, _check_port, _guard, _one_line,  # noqa: F401
+                     _serve_http, build_server, log, serve)  # noqa: F401
 
 __all__ = [*_schema_names, "BUILTIN_SERVICE_PREFIX", "MAX_QUERY_CHARS", "WDQS_PREFIXES", "ServicePolicy",
            "check_read_only", "Engine", "ServerOptions", "connecting_paths", "relation_vocabulary", "INSTRUCTIONS",

@@ -66,7 +66,7 @@ def _short(text: str | None, width: int = 60) -> str:
 class Engine:
     """The KGs, aligner, text source, LLM and methods one `kgfed mcp` run shares across sessions."""
 
-    def __init__(self, options: "ServerOptions", kgs: Mapping[str, Any]):
+    def __init__(self, options: ServerOptions, kgs: Mapping[str, Any]):
         self.options = options
         self.kgs = kgs  # as `open_kgs` returns them: with the run's one HttpClient (`kgs.client`), closed with them
         self._aligner = None
@@ -79,7 +79,7 @@ class Engine:
         self._sparql_lane = asyncio.Semaphore(max(1, options.query_workers))
 
     @classmethod
-    def open(cls, options: "ServerOptions") -> "Engine":
+    def open(cls, options: ServerOptions) -> Engine:
         from ..config import open_kgs
 
         return cls(options, open_kgs(list(options.kgs), http=options.http, cache=options.cache))
@@ -446,7 +446,7 @@ def connecting_paths(merged, entities: Sequence[str], aligner, max_depth: int, m
 
 def _path(merged, a: str, b: str, start: int, edge_path) -> PathOut:
     steps, here = [], start
-    for u, v, k in edge_path:
+    for _u, _v, k in edge_path:
         link = merged.edges[k]
         forward = link.subject == here
         there = link.object if forward else link.subject

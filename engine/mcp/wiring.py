@@ -82,7 +82,7 @@ class Progress:
             await asyncio.wait([self.pending[k - 1]])  # keep the order the steps happened in
         await self.ctx.report_progress(done, total or None, what)
 
-    async def __aenter__(self) -> "Progress":
+    async def __aenter__(self) -> Progress:
         return self
 
     async def __aexit__(self, *exc) -> None:

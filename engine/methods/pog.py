@@ -258,7 +258,7 @@ def connecting_paths(graph: Graph, a: int, b: int, max_length: int, min_length: 
 
     clustered: dict[tuple[int, ...], tuple[ClusteredPath, list[set[int]]]] = {}
     for trail in raw:
-        key = tuple(number[(l, f)] if (l, f) in number else numbered(l, f) for l, _, f in trail)
+        key = tuple(number[(link, f)] if (link, f) in number else numbered(link, f) for link, _, f in trail)
         entry = clustered.get(key)
         if entry is None:
             steps = [step_list[n] for n in key]

@@ -78,7 +78,7 @@ class Dag:
     answers: dict[int, tuple[str, int, list[int]]] = field(default_factory=dict)  # id -> (answer, node, path)
 
     @classmethod
-    def of(cls, plan: Mapping[str, Any], fallback: str) -> "Dag":
+    def of(cls, plan: Mapping[str, Any], fallback: str) -> Dag:
         """Parse an LLM plan; any defect (no sub-question, a cycle) falls back to the single question."""
         import networkx as nx
 
@@ -109,7 +109,7 @@ class Dag:
         """The sub-question with #k replaced by the answer found for k."""
         return re.sub(r"#(\d+)", lambda m: self.answers.get(int(m.group(1)), (m.group(0),))[0], self.questions[qid])
 
-    def copy(self) -> "Dag":
+    def copy(self) -> Dag:
         return Dag(dict(self.questions), list(self.edges), dict(self.answers))
 
     def to_json(self) -> dict[str, Any]:

@@ -93,7 +93,7 @@ class Chain:
     def expandable(self) -> bool:
         return not (self.edges and self.edges[-1].literal)
 
-    def extend(self, edge: Edge, score: float) -> "Chain":
+    def extend(self, edge: Edge, score: float) -> Chain:
         """The chain one edge longer (the first edge carries the topic's name where the KG gave none)."""
         if not self.edges and not (edge.subject_label if edge.direction == "out" else edge.object_label):
             edge = edge.with_origin_label(self.topic_name)

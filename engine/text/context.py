@@ -179,7 +179,7 @@ async def rank_pages(
     ranker: Ranker = "sbert",
     chunks: ChunkSpec = DEFAULT_CHUNKS,
     path_text: str | Mapping[str, str] | None = None,
-    embedder: "Embedder | None" = None,
+    embedder: Embedder | None = None,
 ) -> list[Passage]:
     """Chunk every page with text (each page once) and rank all chunks together against the question.
 
@@ -192,10 +192,7 @@ async def rank_pages(
             owners.setdefault((page.title, page.text), entity)
     chunked = await asyncio.gather(*(asyncio.to_thread(chunk_text, text, chunks) for _, text in owners))
     items = [(entity, pages[entity], c) for entity, cs in zip(owners.values(), chunked) for c in cs]
-    if isinstance(path_text, Mapping):
-        context = [path_text.get(entity) for entity, _, _ in items]
-    else:
-        context = path_text
+    context = [path_text.get(entity) for entity, _, _ in items] if isinstance(path_text, Mapping) else path_text
     ranked = await rank(question, [c.text for _, _, c in items], ranker=ranker, context=context, top_k=top_k, embedder=embedder)
     return [
         Passage(entity, page.title, c.text, score, qid=page.qid, section=c.section, chunk=c.index)

@@ -168,7 +168,7 @@ async def rank(
     ranker: Ranker = "sbert",
     context: str | Sequence[str | None] | None = None,
     top_k: int | None = None,
-    embedder: "Embedder | None" = None,
+    embedder: Embedder | None = None,
 ) -> list[tuple[int, float]]:
     """(index into `texts`, score) of the best `top_k` texts for the question, best first (ties by index)."""
     if ranker not in RANKERS:

@@ -603,7 +603,7 @@ _PROSE_SCORE = re.compile(r"score\s+(?:for|of)\s+(?:the\s+entity\s+)?[\"'“]?(.
 _PROSE_OTHERS = re.compile(r"(?:all\s+)?(?:the\s+)?other\s+entit\w*" + _PROSE_VERB + "(" + _NUMBER + r")(?![\w.])", re.I)
 
 
-def _prose_entity_scores(reply: str, match: "_Matcher") -> tuple[dict[str, float], float] | None:
+def _prose_entity_scores(reply: str, match: _Matcher) -> tuple[dict[str, float], float] | None:
     """Scores a reply states in prose, and the score it gives "all other entities" (0 if unsaid)."""
     named: dict[str, float] = {}
     for m in _PROSE_SCORE.finditer(reply):

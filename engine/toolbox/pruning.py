@@ -172,7 +172,7 @@ class _Path:
     text: str
 
     @classmethod
-    def of(cls, path: str | Sequence[str]) -> "_Path":
+    def of(cls, path: str | Sequence[str]) -> _Path:
         if not isinstance(path, str):
             items = tuple(str(x) for x in path)
             return cls(items, " - ", " - ".join(items))
