@@ -573,7 +573,7 @@ def test_every_error_the_drop_in_raises_pickles(echo):
     errors = the_drop_ins_errors(echo)
     assert len(errors) == 12 and len({type(e) for e in errors}) == 9  # 3 HTTPError, 2 QueryBadFormed (HTTP, update)
     for error in errors:
-        assert isinstance(error, EndpointError) or isinstance(error, sync.KgfedError), error
+        assert isinstance(error, (EndpointError, sync.KgfedError)), error
         for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
             back = pickle.loads(pickle.dumps(error, protocol))
             assert same_error(back, error), (error, back)
