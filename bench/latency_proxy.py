@@ -42,7 +42,7 @@ class LatencyProxy:
         finally:
             self.active -= 1
 
-    async def __aenter__(self) -> "LatencyProxy":
+    async def __aenter__(self) -> LatencyProxy:
         self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_route("*", "/{tail:.*}", self._forward)

@@ -205,10 +205,10 @@ class ScriptedLLMServer:
         return {"requests": self.requests, "answered": self.answered, "rejected": self.rejected, "faulted": self.faulted,
                 "peak": self.peak, "intervals": self.intervals, "timeline": self.timeline, "arrivals": self.arrivals}
 
-    async def __aenter__(self) -> "ScriptedLLMServer":
+    async def __aenter__(self) -> ScriptedLLMServer:
         return await self.start()
 
-    async def start(self, port: int = 0) -> "ScriptedLLMServer":
+    async def start(self, port: int = 0) -> ScriptedLLMServer:
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_get("/v1/models", self.models)
@@ -297,7 +297,7 @@ class LoopLag:
                 self.worst = max(self.worst, late)
                 self.long += late > 0.05
 
-    def __enter__(self) -> "LoopLag":
+    def __enter__(self) -> LoopLag:
         self._task = asyncio.get_running_loop().create_task(self._run())
         return self
 
@@ -314,7 +314,7 @@ class GateWatch:
         self.started = time.monotonic()
         self._original = None
 
-    def __enter__(self) -> "GateWatch":
+    def __enter__(self) -> GateWatch:
         from kgfed.engine.toolbox.llm import LLMGate
 
         original = self._original = LLMGate._send

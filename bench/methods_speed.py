@@ -102,7 +102,7 @@ def main() -> None:
                       f"warm {warm['qps']:8.2f} q/s  {cold['queries']:7.1f} queries/q  hits@1 {cold['hits']:.3f}",
                       file=sys.stderr, flush=True)
     rows = []
-    print(f"| method | set | n | q/s cold | q/s warm | queries/q | Hits@1 | warm = cold |")
+    print("| method | set | n | q/s cold | q/s warm | queries/q | Hits@1 | warm = cold |")
     print("|---|---|---|---|---|---|---|---|")
     for (method, dataset), f in figures.items():
         row = {"method": method, "set": dataset, "limit": args.limit, "rounds": args.rounds,
