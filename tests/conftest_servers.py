@@ -161,7 +161,7 @@ class RedisServer:
         """`redis://127.0.0.1:PORT/DB`: a cache root for `--cache-dir`."""
         return f"redis://{self.host_port}/{db}"
 
-    def start(self, timeout: float = 20.0) -> "RedisServer":
+    def start(self, timeout: float = 20.0) -> RedisServer:
         import socket
         import subprocess
         import tempfile

@@ -23,7 +23,7 @@ class Seen:
 class FaultServer:
     """Serves `script[i]` for the i-th request (the last entry repeats)."""
 
-    script: list[Callable[[web.Request], "asyncio.Future | web.StreamResponse"]] = field(default_factory=list)
+    script: list[Callable[[web.Request], asyncio.Future | web.StreamResponse]] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
     active: int = 0
     peak: int = 0

@@ -160,7 +160,7 @@ def test_every_freebase_id_points_into_the_freebase_kg(wd, fb):
 
 # ---- Freebase shape ------------------------------------------------------------------------------
 def test_freebase_ids_relations_and_cvts(fb):
-    nodes = values(fb, f"SELECT DISTINCT ?o WHERE {{ {{ ?o ?p ?x }} UNION {{ ?x ?p ?o FILTER(isIRI(?o)) }} }}")
+    nodes = values(fb, "SELECT DISTINCT ?o WHERE { { ?o ?p ?x } UNION { ?x ?p ?o FILTER(isIRI(?o)) } }")
     predicates = values(fb, "SELECT DISTINCT ?o WHERE { ?s ?o ?x }")
     types = values(fb, f"SELECT DISTINCT ?o WHERE {{ ?s <{NS}type.object.type> ?o }}")
     for node in nodes - predicates - types:

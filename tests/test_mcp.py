@@ -89,7 +89,7 @@ async def http_server(*args: str):
             proc.terminate()
         try:
             await asyncio.wait_for(proc.wait(), 15)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
     err = (await proc.stderr.read()).decode()

@@ -82,7 +82,7 @@ class AuthServer:
         self.loop.run_forever()
         self.loop.run_until_complete(self.runner.cleanup())
 
-    def __enter__(self) -> "AuthServer":
+    def __enter__(self) -> AuthServer:
         self.thread.start()
         assert self.ready.wait(30)
         return self

@@ -102,7 +102,7 @@ class TimeoutServer:
         return web.Response(status=200, body=self._answer(query), content_type="application/sparql-results+json")
 
     # -- a server in its own thread -------------------------------------------------------------------
-    def __enter__(self) -> "TimeoutServer":
+    def __enter__(self) -> TimeoutServer:
         ready = threading.Event()
 
         def serve() -> None:
