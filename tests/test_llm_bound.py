@@ -19,7 +19,7 @@ from aiohttp import web
 from bench.llm_bound import OPENAI_429, OPENAI_503, ScriptedLLMServer, chains, minimal_reply
 from kgfed.cache.costs import track
 from kgfed.engine.toolbox import prompts as P
-from kgfed.engine.toolbox.llm import AnthropicLLM, LLMGate, OpenAICompatibleLLM, busy_answer, make_llm, retry_after
+from kgfed.engine.toolbox.llm import AnthropicLLM, LLMGate, busy_answer, make_llm, retry_after
 from kgfed.sparql.errors import LLMError
 
 from .conftest import CWQ_NT, CWQ_QUESTIONS, ROOT, need

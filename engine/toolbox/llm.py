@@ -114,8 +114,8 @@ class LLMGate:
     call for its Retry-After, or for a backoff that doubles with each busy answer in a row (from
     `backoff` up to `max_backoff` seconds, with jitter), and the call is sent again; a call gives up
     with a one-line `LLMError` after `max_attempts` sends or `max_wait` seconds of waiting, and at
-    once when the LLM asks for more than `max_retry_after` seconds. `stats` counts `calls`, `busy`, `retries`, `paused` (seconds) and
-    the `peak` of calls in flight.
+    once when the LLM asks for more than `max_retry_after` seconds. `stats` counts `calls`, `busy`,
+    `retries`, `paused` (seconds) and the `peak` of calls in flight.
     """
 
     def __init__(self, concurrency: int | None = None, *, max_attempts: int = 8, max_wait: float = 600.0,
