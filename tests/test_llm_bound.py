@@ -234,6 +234,7 @@ async def test_a_run_shares_one_cap_and_survives_429s(tmp_path):
         assert in_flight_for(spec) == 8  # at least the usual 8 questions at once; 2 per allowed call beyond that
         summary = await run(spec, questions, tmp_path / "preds.jsonl", progress=False)
     assert summary["failed"] == 0 and summary["answered"] == 6
+    assert summary["llm_gate"]["busy"] == 2 and summary["llm_gate"]["peak"] == 3  # the gate's figures in the summary
     assert server.peak == 3 and server.rejected == 0 and server.faulted == 2  # the cap held over all 6 questions at once
     per_question = chains(server.intervals)
     assert set(per_question) == {q.text for q in questions}  # every question's calls reached the LLM
@@ -257,3 +258,14 @@ def test_minimal_replies_parse_for_every_tog_and_pog_kind():
     assert analysis.indicator.startswith('"Alta Verapaz Department"') and analysis.split_questions
     assert P.parse_path_selection(minimal_reply(P.pog_path_select_prompt(q, "cot", ["{a} - {r} - {b}"] * 5)), 5) == [0, 1, 2]
     assert P.parse_path_selection(minimal_reply(P.pog_edge_select_prompt(q, "cot", ["e"], ["x", "y"])), 2) == [0, 1]
+
+
+def test_the_run_report_says_how_often_the_llm_was_busy():
+    from kgfed.engine.cli.run import report_text
+
+    summary = {"answered": 6, "questions": 6, "out": "p.jsonl", "new": 6, "skipped": 0, "failed": 0, "hits@1": 0.5,
+               "strict": 0.5, "questions_per_second": 1.0, "queries_per_question": 3.0, "requests_per_question": 3.0,
+               "cache_hit_rate": 0.0, "llm_calls_per_question": 5.0, "tokens_per_question": 900, "costs": "p.costs.jsonl",
+               "llm_gate": {"busy": 2, "calls": 32, "paused": 1.5, "peak": 3, "retries": 2}}
+    assert "the LLM answered busy (429/503/529) 2 times: retried, 2 s paused in all; at most 3 calls in flight" in report_text(summary)
+    assert "busy" not in report_text({**summary, "llm_gate": {"calls": 30, "peak": 3}})

@@ -113,5 +113,9 @@ def report_text(s: dict) -> str:
         lines.append(f"{s['questions_per_second']:.2f} questions/s   {s['queries_per_question']:.1f} queries/question   "
                      f"{s['requests_per_question']:.1f} requests/question   cache hits {s['cache_hit_rate']:.0%}   "
                      f"{s['llm_calls_per_question']:.1f} LLM calls/question   {s['tokens_per_question']:.0f} tokens/question")
+    gate = s.get("llm_gate") or {}
+    if gate.get("busy"):
+        lines.append(f"the LLM answered busy (429/503/529) {gate['busy']:g} times: retried, {gate.get('paused', 0):.0f} s "
+                     f"paused in all; at most {gate.get('peak', 0):g} calls in flight")
     lines.append(f"per-question costs: {s['costs']}")
     return "\n".join(lines)

@@ -483,6 +483,7 @@ class Tally:
         self.done = self.hits = 0
         self.failures: dict[str, str] = {}
         self.cost: dict[str, float] = {}
+        self.llm: dict[str, float] = {}  # the LLM gate's figures (calls, peak in flight, busy answers, paused s)
         self.started = time.perf_counter()
 
     def add(self, answered: Answered) -> None:
@@ -702,6 +703,8 @@ async def run(spec: RunSpec, questions: Sequence[Question], out: str | Path, *, 
                     await _check_run_topics(spec, todo, runtime)
                     tally.started = time.perf_counter()  # rates measure answering, not opening the runtime
                     await answer_all(runtime, todo, fmt, concurrency, on_done)
+                    if getattr(runtime.llm, "available", False) and hasattr(runtime.llm, "gate"):
+                        tally.llm = dict(runtime.llm.gate.stats)
     except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (a scheduler, `kill`): same ending
         interrupted = True
         if terminated():
@@ -792,4 +795,5 @@ def summarize(output: Output, questions: Sequence[Question], tally: Tally, skipp
         "llm_calls_per_question": round(cost.get("llm_calls", 0) / n, 3) if n else 0.0,
         "tokens_per_question": round((cost.get("input_tokens", 0) + cost.get("output_tokens", 0)) / n, 1) if n else 0.0,
         "cost": {k: round(v, 4) if isinstance(v, float) else v for k, v in sorted(cost.items())},
+        **({"llm_gate": {k: round(v, 2) for k, v in sorted(tally.llm.items())}} if tally.llm else {}),
     }
