@@ -21,8 +21,10 @@ a handler may also raise the built-in `TimeoutError`/`ConnectionError`, which me
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json as _json
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -126,6 +128,22 @@ class ResponseTooLarge(EndpointError):
     """A response body passed the transport's `max_body_bytes` (counted after decompression)."""
 
 
+def _ack_now(resp: Any) -> None:
+    """Acknowledge the response's headers at once (TCP_QUICKACK; Linux clears it by itself).
+
+    A server that writes the headers and the body separately with Nagle's algorithm on (Python's
+    `http.server`) holds the body until the headers are acknowledged, and a kept-alive connection's
+    delayed ACK waits ~40 ms for it: every request took 44 ms instead of ~1 ms. aiohttp sets only
+    TCP_NODELAY, which is about sending.
+    """
+    option = getattr(socket, "TCP_QUICKACK", None)
+    transport = getattr(getattr(resp, "connection", None), "transport", None)
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if option is not None and sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, option, 1)
+
+
 class AiohttpTransport:
     """HTTP over one lazily opened aiohttp session with no connection caps of its own (the client caps);
     bodies are read up to `max_body_bytes` (decompressed)."""
@@ -149,6 +167,7 @@ class AiohttpTransport:
             async with session.request(request.method, request.url, params=request.params, data=request.data,
                                        headers=dict(request.headers),
                                        timeout=aiohttp.ClientTimeout(total=request.timeout)) as resp:
+                _ack_now(resp)
                 body = await self._read_capped(resp, request)
                 return Response(resp.status, resp.headers.copy(), body, str(resp.url))
         except TimeoutError:
