@@ -368,7 +368,11 @@ class ResponseCache:
                 if not self._queue and self._closed:
                     self.release()  # the writer's own connection
                     return
-            time.sleep(self._linger)  # let a burst of answers join one transaction
+                # Let a burst of answers join one transaction; `close()` cuts the wait short (it flushes
+                # itself), so closing never waits out the linger on a caller's critical path.
+                deadline = time.monotonic() + self._linger
+                while not self._closed and (left := deadline - time.monotonic()) > 0:
+                    self._wakeup.wait(left)
             try:
                 self._drain()
             except Exception as exc:  # a full disk, a locked database, Redis gone: keep serving, caching off
