@@ -63,6 +63,38 @@ async def test_default_host_cap_rises_to_the_llm_cap(tmp_path):
     assert server.peak == 24
 
 
+async def test_a_cap_above_the_llms_settles_on_the_llms_after_one_pause():
+    """Asked for 8 at once by a server that takes 4: the 429s narrow the gate to 4 (one shared pause), all succeed."""
+    async with ScriptedLLMServer(latency=0.2, cap=4, retry_after=0.3) as server:
+        llm = make_llm(f"openai:{server.url}#m", concurrency=8)
+        async with llm:
+            replies = await asyncio.gather(*(llm.complete(f"p{i}", temperature=0) for i in range(24)))
+    assert len(replies) == 24 and server.answered == 24 and server.peak == 4
+    assert llm.gate.cap == 4 and server.rejected == 4  # the first burst's four extra calls, then never again
+    assert llm.gate.stats["busy"] == 4 and llm.gate.stats["peak"] == 8
+
+
+async def test_the_narrowed_cap_grows_back_when_the_llm_stops_refusing():
+    gate = LLMGate(6, recover=0.2)
+    gate.in_flight = 5
+    gate._narrow()
+    assert gate.cap == 4
+    gate.in_flight = 0
+
+    async def fine():
+        return "ok"
+    await gate.call(fine)
+    assert gate.cap == 4  # too soon
+    await asyncio.sleep(0.25)
+    await gate.call(fine)
+    assert gate.cap == 5
+    await asyncio.sleep(0.25)
+    await gate.call(fine)
+    await asyncio.sleep(0.25)
+    await gate.call(fine)
+    assert gate.cap == 6 == gate.concurrency  # never above the cap asked for
+
+
 def test_bad_caps_are_one_line_errors():
     with pytest.raises(LLMError, match=r"^--llm-concurrency 0 is not a number of calls: give 1 or more"):
         LLMGate(0)
@@ -221,13 +253,13 @@ async def test_anthropic_spend_limit_and_bad_request_fail_at_once(anthropic_serv
 
 # -- a whole run: one cap for every question, busy answers never fail a question ----------------------------
 @pytest.mark.slow
-async def test_a_run_shares_one_cap_and_survives_429s(tmp_path):
+async def test_a_run_shares_one_cap_and_survives_busy_answers(tmp_path):
     need(CWQ_NT)
     from kgfed.engine.harness.datasets import load_dataset
     from kgfed.engine.harness.runner import RunSpec, in_flight_for, run
 
     questions = load_dataset(str(need(CWQ_QUESTIONS)))[:6]
-    faults = [(429, {"Retry-After": "1"}, OPENAI_429), (503, {}, OPENAI_503)]
+    faults = [(503, {"Retry-After": "1"}, OPENAI_503), (503, {}, LLAMA_CPP_503)]  # busy, not a sign of a lower cap
     async with ScriptedLLMServer(latency=0.05, cap=3, questions=[q.text for q in questions], faults=faults) as server:
         spec = RunSpec("tog", {}, {"kg": "freebase", "endpoint": [f"freebase=file:{CWQ_NT}"], "cache_dir": str(tmp_path / "c")},
                        llm=f"openai:{server.url}#m", llm_concurrency=3)

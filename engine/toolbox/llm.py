@@ -27,7 +27,7 @@ import os
 import random
 import time
 from abc import ABC, abstractmethod
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -106,6 +106,43 @@ class Busy(Exception):
         self.message, self.status, self.retry_after, self.shared = message, status, retry_after, shared
 
 
+class _Places:
+    """A semaphore whose size can change while it is held (the gate's working cap); waiters in arrival order."""
+
+    def __init__(self, size: int | None):
+        self.size = size  # None: no cap
+        self.held = 0
+        self._waiters: deque[asyncio.Future] = deque()
+
+    def _wake(self) -> None:
+        while self._waiters and (self.size is None or self.held < self.size):
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.held += 1
+                waiter.set_result(None)
+
+    def resize(self, size: int | None) -> None:
+        self.size = size
+        self._wake()
+
+    async def acquire(self) -> None:
+        if not self._waiters and (self.size is None or self.held < self.size):
+            self.held += 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # the place was handed over just before the cancel
+                self.release()
+            raise
+
+    def release(self) -> None:
+        self.held -= 1
+        self._wake()
+
+
 class LLMGate:
     """Calls in flight to one LLM, and the pauses it asked for, shared by every question of a run.
 
@@ -114,22 +151,54 @@ class LLMGate:
     call for its Retry-After, or for a backoff that doubles with each busy answer in a row (from
     `backoff` up to `max_backoff` seconds, with jitter), and the call is sent again; a call gives up
     with a one-line `LLMError` after `max_attempts` sends or `max_wait` seconds of waiting, and at
-    once when the LLM asks for more than `max_retry_after` seconds. `stats` counts `calls`, `busy`,
-    `retries`, `paused` (seconds) and the `peak` of calls in flight.
+    once when the LLM asks for more than `max_retry_after` seconds. A 429 that comes while other
+    calls are out also shows where the LLM's own limit is: the gate's working cap (`cap`) drops to
+    the calls the LLM was still answering (those in flight but this one), and grows back by one after
+    each `recover` seconds without a busy answer, up to `concurrency` (or without end when there is
+    none), so a cap set above the LLM's costs a pause or two, not one per call. (503/529 pause and
+    back off without narrowing: an overloaded or loading server says nothing about a cap.) `stats` counts `calls`, `busy`, `retries`,
+    `paused` (seconds) and the `peak` of calls in flight.
     """
 
     def __init__(self, concurrency: int | None = None, *, max_attempts: int = 8, max_wait: float = 600.0,
-                 max_retry_after: float = 300.0, backoff: float = 1.0, max_backoff: float = 60.0, retries: int = 2):
+                 max_retry_after: float = 300.0, backoff: float = 1.0, max_backoff: float = 60.0, retries: int = 2,
+                 recover: float = 60.0):
         if concurrency is not None and concurrency < 1:
             raise LLMError(f"--llm-concurrency {concurrency} is not a number of calls: give 1 or more (or leave it out)")
         self.concurrency = concurrency
         self.max_attempts, self.max_wait, self.max_retry_after = max_attempts, max_wait, max_retry_after
         self.backoff, self.max_backoff, self.retries = backoff, max_backoff, retries
-        self._slots = asyncio.Semaphore(concurrency) if concurrency else None
+        self.recover = recover
+        self._places = _Places(concurrency)
+        self._last_busy = 0.0
         self._paused_until = 0.0
         self._strikes = 0  # busy answers in a row, gate-wide: the shared backoff grows with them
         self.in_flight = 0
         self.stats: Counter[str] = Counter()
+
+    @property
+    def cap(self) -> int | None:
+        """The working cap: `concurrency`, or lower after busy answers (None: no cap)."""
+        return self._places.size
+
+    def _narrow(self) -> None:
+        """A 429 came while `in_flight` calls were out, this one among them: the LLM takes the others."""
+        self._last_busy = time.monotonic()
+        working = max(1, self.in_flight - 1)
+        if self._places.size is None or working < self._places.size:
+            self._places.resize(working)
+            self.stats["cap"] = working
+            log.info("the LLM answered busy with %d calls in flight: at most %d at once from now on", self.in_flight, working)
+
+    def _widen(self) -> None:
+        """One more call at once after `recover` seconds without a busy answer (up to `concurrency`)."""
+        size = self._places.size
+        if size is None or size == self.concurrency or not self._last_busy:
+            return
+        if time.monotonic() - self._last_busy >= self.recover:
+            self._last_busy = time.monotonic()
+            self._places.resize(size + 1 if self.concurrency is None or size < self.concurrency else self.concurrency)
+            self.stats["cap"] = self._places.size
 
     def pause(self, seconds: float) -> None:
         """Hold every call of this LLM for `seconds` (counted from now; a longer pause already set wins)."""
@@ -153,11 +222,12 @@ class LLMGate:
             attempt += 1
             await self._wait_pause()
             try:
-                if self._slots is None:
-                    return await self._send(send)
-                async with self._slots:
+                await self._places.acquire()
+                try:
                     await self._wait_pause()  # another call may have paused the LLM while this one queued
                     return await self._send(send)
+                finally:
+                    self._places.release()
             except Busy as busy:
                 self.stats["busy"] += 1
                 if busy.retry_after is not None and busy.retry_after > self.max_retry_after:
@@ -188,9 +258,14 @@ class LLMGate:
         self.stats["peak"] = max(self.stats["peak"], self.in_flight)
         try:
             result = await send()
+        except Busy as busy:
+            if busy.status == 429 and self.in_flight > 1:  # a rate limit met with other calls out: the LLM's own cap
+                self._narrow()
+            raise
         finally:
             self.in_flight -= 1
         self._strikes = 0
+        self._widen()
         return result
 
 
