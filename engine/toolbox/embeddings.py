@@ -69,10 +69,10 @@ MEMO_LIMIT = 50_000  # vectors kept in process per Embedder (about 75 MB); the m
 # and optimises each tuple key), when the store holds at most MEMO_LIMIT vectors.
 BULK_AFTER = 256
 _models: dict[str, object] = {}
-_pools: dict[str, "_Replicas"] = {}
+_pools: dict[str, _Replicas] = {}
 EXTRA_HINT = ("pip install torch==2.13.0 (the CPU wheel) then pip install -c requirements.lock -e '.[embeddings]'")
 # Called with True when a model load starts and False when it ends (the CLI's spinner); None: quiet.
-on_loading: "Callable[[bool], None] | None" = None
+on_loading: Callable[[bool], None] | None = None
 loading = threading.Event()  # set while a model is being loaded
 
 
@@ -102,7 +102,7 @@ def preload(path: str | os.PathLike | None = None) -> threading.Thread:
     return thread
 
 
-async def _in_daemon_thread(fn: "Callable[..., T]", *args) -> "T":
+async def _in_daemon_thread(fn: Callable[..., T], *args) -> T:
     """`fn(*args)` in a daemon thread: like `asyncio.to_thread`, but never holds up the exit on Ctrl-C
     (the default executor's threads are joined at shutdown, which waits out a 30 s torch import)."""
     loop = asyncio.get_running_loop()
@@ -128,7 +128,7 @@ async def _in_daemon_thread(fn: "Callable[..., T]", *args) -> "T":
     return await future
 
 
-_workers: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+_workers: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 
 
 def settle(timeout: float = 10.0) -> None:
@@ -207,7 +207,7 @@ def _replicas(path: str | os.PathLike | None):
     return pool
 
 
-def encode_texts(path: str | os.PathLike | None, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> "np.ndarray":
+def encode_texts(path: str | os.PathLike | None, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
     """(n, dim) float32 unit vectors of `texts` (in order), encoded by `path`'s model (default: the bundled one).
 
     The batches are the ones `SentenceTransformer.encode` would form (longest texts first, `batch_size`
@@ -331,7 +331,7 @@ class Embedder:
     `stats` counts `hits`, `misses`, `encoded` texts and `shared` ones (encoded by a concurrent call).
     """
 
-    def __init__(self, cache: "diskcache.Cache | str | os.PathLike | None | bool" = None, *,
+    def __init__(self, cache: diskcache.Cache | str | os.PathLike | None | bool = None, *,
                  model_path: str | os.PathLike | None = None, batch_size: int = BATCH_SIZE):
         self.model_path = Path(model_path) if model_path else None
         self.batch_size = batch_size
@@ -364,7 +364,7 @@ class Embedder:
         return self._model_id
 
     @property
-    def cache(self) -> "diskcache.Cache | None":
+    def cache(self) -> diskcache.Cache | None:
         if self._cache is None and self._cache_arg is not False:
             import diskcache
 
@@ -393,7 +393,7 @@ class Embedder:
             "kgfed: warning: the embedding cache at %s failed (%s): vectors are no longer stored in this run; free "
             "space, or give another --cache-dir", getattr(cache, "directory", "?"), str(exc).splitlines()[0] if str(exc) else exc)
 
-    def encode_sync(self, texts: str | Sequence[str]) -> "np.ndarray":
+    def encode_sync(self, texts: str | Sequence[str]) -> np.ndarray:
         """(n, dim) float32 unit vectors, one row per text (in order, duplicates allowed)."""
         try:
             import numpy as np
@@ -438,7 +438,7 @@ class Embedder:
                 found.update(self._encode_and_store(orphans))
         return np.array([found[t] for t in texts])  # np.array of equal-length rows: np.stack's values, 3x faster
 
-    def _encode_and_store(self, texts: Sequence[str]) -> "dict[str, np.ndarray]":
+    def _encode_and_store(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Encode `texts` (none of them known), store and remember them: text -> the stored vector."""
         import numpy as np
 
@@ -462,7 +462,7 @@ class Embedder:
         self._remember(pairs.items())
         return pairs
 
-    def _lookup(self, unique: Sequence[str]) -> "dict[str, np.ndarray]":
+    def _lookup(self, unique: Sequence[str]) -> dict[str, np.ndarray]:
         """The known vectors of `unique` texts: from this process's memo, then the persistent cache."""
         import numpy as np
 
@@ -512,7 +512,7 @@ class Embedder:
             self._memo = {}
         self._memo.update(pairs)
 
-    def _known(self, texts: Sequence[str]) -> "np.ndarray | None":
+    def _known(self, texts: Sequence[str]) -> np.ndarray | None:
         """(n, dim) vectors of `texts` when every one is stored already (read on the caller's thread: a
         cache read costs microseconds, a thread hand-off far more), else None (something must be encoded)."""
         import numpy as np
@@ -529,7 +529,7 @@ class Embedder:
         self.stats["hits"] += len(vectors)
         return np.array(vectors)
 
-    async def encode(self, texts: str | Sequence[str]) -> "np.ndarray":
+    async def encode(self, texts: str | Sequence[str]) -> np.ndarray:
         """`encode_sync` off the event loop (on it when every vector is stored already: no encoding)."""
         listed = [texts] if isinstance(texts, str) else list(texts)
         if listed and self._model_ready() and (vectors := self._known(listed)) is not None:

@@ -126,7 +126,7 @@ class Gold:
     _relation_re: re.Pattern | None = None
 
     @classmethod
-    def of(cls, question: Any) -> "Gold":
+    def of(cls, question: Any) -> Gold:
         """From a `harness.datasets.Question` (any object with its fields: text, answers, aliases, answer_ids, meta, topics)."""
         meta = dict(getattr(question, "meta", {}) or {})
         sparql = meta.get("sparql") if isinstance(meta.get("sparql"), str) else None
@@ -316,7 +316,7 @@ class GoldLLM(LLM):
         self._locks: dict[int, asyncio.Lock] = {}
 
     @classmethod
-    def from_file(cls, path: str) -> "GoldLLM":
+    def from_file(cls, path: str) -> GoldLLM:
         """The stand-in for the questions of `path` (`gold:PATH`; `kgfed run PATH --llm gold` names the run's file)."""
         if not path:
             raise LLMError("--llm gold needs the run's question file: use kgfed run QUESTIONS --llm gold (or --llm gold:QUESTIONS)")
