@@ -52,7 +52,7 @@ async def main(rounds: int, timeout: float) -> dict:
     out: dict = {"load_average": os.getloadavg()[0], "rounds": rounds, "timeout": timeout}
     started = time.perf_counter()
     endpoint = EmbeddedEndpoint([CWQ])
-    endpoint.store
+    _ = endpoint.store  # the property loads the file
     out["in_process_load_s"] = round(time.perf_counter() - started, 3)
     try:
         with bounded(timeout=60):
