@@ -116,6 +116,6 @@ class Services:
                                                 "this instance (60s). Please use a valid-access token to override this "
                                                 "server configuration.", 0)
             if self.qlever_times_out and self.qlever_times_out in query:
-                return qlever_error(429, query, "Operation timed out. Last operation: IndexScan ?x <%sP50> ?e" % WDT)
+                return qlever_error(429, query, f"Operation timed out. Last operation: IndexScan ?x <{WDT}P50> ?e")
             return sparql_answer(self.full, query)
         return Response.of(404, "Unknown path")

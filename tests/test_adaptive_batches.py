@@ -16,7 +16,7 @@ from kgfed.endpoints.client import HttpClient
 from kgfed.endpoints.http import HttpEndpoint
 from kgfed.engine.kg import KG
 from kgfed.sparql.dialects import FREEBASE
-from kgfed.sparql.errors import EndpointTimeout, PartialResult, QueryTimeout
+from kgfed.sparql.errors import EndpointTimeout, OfflineMiss, PartialResult, QueryTimeout
 
 from .conftest import CWQ_NT, CWQ_QUESTIONS, ROOT, need
 from .timeoutserver import TimeoutServer, values_terms
@@ -114,7 +114,7 @@ async def test_only_complete_answers_are_cached(cwq_store, tmp_path, no_unclosed
     assert all(not cache.entry(key).result.partial for key in stored)
     async with HttpClient(retries=0) as client:  # offline from the cache alone: the same answer
         kg = KG(HttpEndpoint("http://127.0.0.1:9/sparql", client), FREEBASE, cache=cache, offline=True)
-        with pytest.raises(Exception):
+        with pytest.raises(OfflineMiss):
             await kg.relations_many(entities)  # another endpoint name: another set of cache entries
         await kg.aclose()
         kg = KG(HttpEndpoint(server.url, client), FREEBASE, cache=cache, offline=True)

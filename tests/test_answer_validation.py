@@ -191,7 +191,7 @@ async def test_a_wrong_answer_is_retried_and_the_right_one_cached_and_replayed(s
             assert entry.result.boolean is True or entry.result.vars
         server.script = [hf.status(500)]  # the server is down now: every answer comes from the cache
         kg = _kg(server, cache, client)
-        for name, call in CALLS.items():
+        for call in CALLS.values():
             await call(kg)
         assert kg.stats["sent"] == 0
         await kg.aclose()

@@ -13,12 +13,13 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from .conftest import CWQ_NT, ROOT, need
 from .test_guard import Canary
-from .test_mcp import KGFED, env, free_port, http_server, oxigraph_step, refused, sparql_endpoint, store_of
+from .test_mcp import KGFED, env, free_port, http_server, refused, sparql_endpoint, store_of
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
@@ -153,7 +154,7 @@ async def test_ctrl_c_stops_the_server_within_seconds_even_during_a_heavy_query(
             task = asyncio.create_task(client.call_tool("sparql", {"query": CROSS}))
             await asyncio.sleep(2.0)
             children = [int(c) for t in os.listdir(f"/proc/{proc.pid}/task")
-                        for c in open(f"/proc/{proc.pid}/task/{t}/children").read().split()]
+                        for c in Path(f"/proc/{proc.pid}/task/{t}/children").read_text().split()]
             assert children  # the query workers
             proc.send_signal(signal.SIGINT)
             started = time.monotonic()
@@ -167,7 +168,7 @@ async def test_ctrl_c_stops_the_server_within_seconds_even_during_a_heavy_query(
             await proc.wait()
     assert stopped < 10
     await asyncio.sleep(0.5)
-    assert all(not os.path.exists(f"/proc/{c}") or open(f"/proc/{c}/stat").read().split()[2] == "Z" for c in children)
+    assert all(not os.path.exists(f"/proc/{c}") or Path(f"/proc/{c}/stat").read_text().split()[2] == "Z" for c in children)
     err = (await proc.stderr.read()).decode()
     assert "Traceback" not in err, err[-1500:]
 

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pyoxigraph as ox
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kgfed.cache.responses import CachedEndpoint, ResponseCache, StoredResult, cache_key, compact, decode, encode, normalise_query

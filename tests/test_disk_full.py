@@ -12,7 +12,6 @@ the right to mount, the tests that need it are skipped with the reason.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os

@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from .conftest import ROOT
 from .conftest_servers import unavailable

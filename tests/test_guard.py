@@ -89,7 +89,7 @@ def run(store, query: str):
     return "ok", sorted(tuple(str(v) for v in s) for s in result)
 
 
-def guard(query: str, policy: ServicePolicy = ServicePolicy(), max_rows: int = 50):
+def guard(query: str, policy: ServicePolicy = ServicePolicy(), max_rows: int = 50):  # noqa: B008 (frozen)
     """('service'|'dataset'|'update'|'invalid', message) when refused, else ('ok', text to send)."""
     try:
         return "ok", analyse(query, policy, max_rows).text

@@ -300,7 +300,7 @@ def test_run_with_recorded_llm_replies_is_reproducible(tmp_path, cwq_store):
         assert record["cost"]["input_tokens"] == sum(d["input_tokens"] for d in used)
         assert record["cost"]["output_tokens"] == sum(d["output_tokens"] for d in used)
     first, second = lines(outs[0])[:2]
-    assert first["results"] == "{%s}" % questions[0].answers[0] and second["results"] == "{%s}" % questions[1].answers[0]
+    assert first["results"] == f"{{{questions[0].answers[0]}}}" and second["results"] == f"{{{questions[1].answers[0]}}}"
     warm = lines(costs_path_for(outs[1]))
     assert all(c["cache_hits"] == c["sparql_queries"] and c["llm_calls"] > 0 for c in warm)
 
