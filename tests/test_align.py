@@ -29,8 +29,8 @@ def questions() -> list[dict]:
 
 def fixture_ids() -> tuple[list[str], list[str]]:
     """Every Freebase mid and every Wikidata QID mentioned in the fixture KGs."""
-    mids = sorted({m for line in need(FB_NT).open() for m in _FB_ENTITY.findall(line)})
-    qids = sorted({q for line in need(WD_NT).open() for q in _WD_ENTITY.findall(line)})
+    mids = sorted({m for line in need(FB_NT).read_text().splitlines() for m in _FB_ENTITY.findall(line)})
+    qids = sorted({q for line in need(WD_NT).read_text().splitlines() for q in _WD_ENTITY.findall(line)})
     return mids, qids
 
 
@@ -39,7 +39,7 @@ def gold_mapping() -> dict[str, str]:
     mids, _ = fixture_ids()
     present = set(mids)
     gold = {}
-    for line in need(WD_NT).open():
+    for line in need(WD_NT).read_text().splitlines():
         match = _P646.match(line)
         if match and f"m.{match.group(2)}" in present:
             gold[f"m.{match.group(2)}"] = match.group(1)
@@ -49,7 +49,7 @@ def gold_mapping() -> dict[str, str]:
 def without_p646(directory: Path) -> Path:
     """The Wikidata fixture with every P646 triple removed (identifier links hidden)."""
     path = directory / "wikidata_no_p646.nt"
-    path.write_text("".join(line for line in need(WD_NT).open() if "/prop/direct/P646>" not in line))
+    path.write_text("".join(line for line in need(WD_NT).read_text().splitlines(keepends=True) if "/prop/direct/P646>" not in line))
     return path
 
 

@@ -227,6 +227,7 @@ def test_stdio_on_a_terminal_says_it_waits_for_a_client():
             proc.kill()
             proc.wait()
         os.close(leader)
+        proc.stderr.close()
     assert "waiting for an MCP client" in line, line
     assert proc.returncode is not None
 

@@ -173,6 +173,7 @@ def test_a_killed_process_loses_at_most_its_unflushed_batch_and_never_corrupts(c
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+        proc.stdout.close()
     cache = ResponseCache(cache_root, memory=0)
     if cache.spec.backend == "disk":
         assert cache._store.cache.check() == []  # diskcache's integrity check (SQLite + files)

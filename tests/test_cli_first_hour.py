@@ -146,6 +146,7 @@ def test_closed_pipe_ends_quietly():
     first = proc.stdout.readline()
     proc.stdout.close()
     err = proc.stderr.read()
+    proc.stderr.close()
     proc.wait(timeout=120)
     assert first.split("\t") == ["s", "p", "o\n"]
     assert proc.returncode == 0 and "BrokenPipe" not in err and "Traceback" not in err, err
