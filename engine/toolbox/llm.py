@@ -79,10 +79,10 @@ class Usage:
         self.input_tokens += completion.input_tokens
         self.output_tokens += completion.output_tokens
 
-    def snapshot(self) -> "Usage":
+    def snapshot(self) -> Usage:
         return replace(self)
 
-    def since(self, earlier: "Usage") -> "Usage":
+    def since(self, earlier: Usage) -> Usage:
         return Usage(self.calls - earlier.calls, self.input_tokens - earlier.input_tokens,
                      self.output_tokens - earlier.output_tokens)
 
@@ -361,10 +361,10 @@ class LLM(ABC):
     async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None) -> Completion:
         """The provider call itself, without accounting."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 (a no-op default on purpose: not every provider holds connections)
         """Release connections (no-op by default)."""
 
-    async def __aenter__(self) -> "LLM":
+    async def __aenter__(self) -> LLM:
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -374,7 +374,7 @@ class LLM(ABC):
         return f"<{type(self).__name__} {self.name}:{self.model}>"
 
 
-def llm_ready(llm: "LLM | None") -> bool:
+def llm_ready(llm: LLM | None) -> bool:
     """Whether `llm` answers: False without one and for `NoLLM` (then methods run LLM-free). The one test of it."""
     return llm is not None and bool(getattr(llm, "available", False))
 
