@@ -20,9 +20,9 @@ _FB = re.compile(r"<http://rdf\.freebase\.com/ns/([^>]+)>")
 
 def cvt_entities(cvt: str) -> set[str]:
     """Every named entity joined to a CVT by any triple of the fixture (read from the file, not the code)."""
-    lines = [line for line in need(CWQ_NT).open() if f"ns/{cvt}>" in line and "type.object" not in line]
+    lines = [line for line in need(CWQ_NT).read_text().splitlines(keepends=True) if f"ns/{cvt}>" in line and "type.object" not in line]
     ends = {m for line in lines for m in _FB.findall(line)[::2] if m != cvt}  # subject and object ids
-    named = {line.split()[0][len("<http://rdf.freebase.com/ns/"):-1] for line in need(CWQ_NT).open() if "type.object.name" in line}
+    named = {line.split()[0][len("<http://rdf.freebase.com/ns/"):-1] for line in need(CWQ_NT).read_text().splitlines() if "type.object.name" in line}
     return ends & named
 
 

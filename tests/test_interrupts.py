@@ -83,7 +83,8 @@ def _mapped(pid: int, library: str) -> bool:
     """Whether the process has loaded a shared library: `_asyncio` once kgfed's own code runs (Python's start-up
     before it is the interpreter's), `libtorch` once the model load is under way."""
     try:
-        return library in open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace").read()
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as maps:
+            return library in maps.read()
     except OSError:
         return False
 
