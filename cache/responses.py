@@ -18,7 +18,8 @@ What it promises:
   transactions (SQLite) or MULTI/EXEC pipelines (Redis), flushed on `flush()`, `close()` and at exit.
   A killed process loses at most the unflushed batch; a batch lands whole or not at all.
 - **A cache that fails never fails the answers.** A root that cannot be opened (full disk, read-only
-  directory) stops at once with one line naming `--cache-dir`/`--no-cache` (`root.CacheError`); a
+  directory) stops at once with one line naming `--cache-dir`/`--no-cache` (`root.CacheError`; a new
+  root's store is made in a thread while the first queries go out, so there at the first answer stored); a
   write that fails later (the disk filled up during the run) turns caching off for the rest of the run
   with a one-line warning, and a read that fails is a miss (one warning): answers stay right, only
   uncached. `close()` never raises for the store.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import functools
 import hashlib
 import logging
@@ -219,9 +221,26 @@ class ResponseCache:
     def __init__(self, root: CacheSpec | str | os.PathLike | None = None, *, size_limit: int = 2**32,
                  batch: int = 512, linger: float = 0.05, memory: int = 4096):
         self.spec = CacheSpec.of(root)
-        self._store: Store = open_store(self.spec, "responses", size_limit=size_limit)
-        self.directory = Path(self._store.location) if self.spec.backend == "disk" else None
-        self.location = self._store.location
+        # A new disk root has nothing to read: its store (SQLite, a few tens of ms to create) is made
+        # in a thread while the first queries go out; reads meanwhile are misses without waiting, and
+        # the first write, flush or read after it waits for it and raises its `CacheError` (as the
+        # open itself would). An existing store, or Redis, is opened here.
+        self._opening: concurrent.futures.Future[Store] | None = None
+        self._opened: Store | None = None
+        self._opener: threading.Thread | None = None
+        self._let_go = threading.Event()  # the opening thread keeps its connection (and SQLite's WAL files) until then
+        self.directory: Path | None
+        if self.spec.backend == "disk" and not self.spec.directory("responses").exists():
+            self.directory = self.spec.directory("responses")
+            self.location = str(self.directory)
+            self._opening = concurrent.futures.Future()
+            self._opener = threading.Thread(target=self._open_in_thread, args=(size_limit,), name="kgfed-cache-open",
+                                            daemon=True)
+            self._opener.start()
+        else:
+            self._opened = open_store(self.spec, "responses", size_limit=size_limit)
+            self.directory = Path(self._opened.location) if self.spec.backend == "disk" else None
+            self.location = self._opened.location
         # Whether `prefetch` reads anything: Redis answers many keys in one round trip; a disk read has none to save.
         self.prefetches = self.spec.backend != "disk"
         self._batch = batch
@@ -242,6 +261,40 @@ class ResponseCache:
         self.read_failed: str | None = None   # why reads stopped (every lookup is a miss)
         _OPEN.add(self)
 
+    def _open_in_thread(self, size_limit: int) -> None:
+        assert self._opening is not None
+        try:
+            store = open_store(self.spec, "responses", size_limit=size_limit)
+        except BaseException as exc:  # noqa: BLE001 - handed to the first user of the store
+            self._opening.set_exception(exc)
+            return
+        self._opening.set_result(store)
+        # Hold this thread's connection, as the constructing thread's was held before: while one is open,
+        # SQLite keeps the WAL files, so a later connection (another thread's) need not create them.
+        self._let_go.wait()
+        store_release = getattr(store, "release", None)
+        if store_release is not None:
+            store_release()
+
+    def _release_opener(self) -> None:
+        """Let the opening thread close its connection, and wait for it (no file stays open)."""
+        self._let_go.set()
+        opener = self._opener
+        if opener is not None and opener is not threading.current_thread():
+            opener.join(5)
+
+    @property
+    def _store(self) -> Store:
+        """The store, once opened (waits for a new root's open; raises its `CacheError` if it failed)."""
+        if self._opened is None:
+            assert self._opening is not None
+            self._opened = self._opening.result()
+        return self._opened
+
+    def _still_opening(self) -> bool:
+        """A new, empty root's store is still being made (nothing can be read from it yet)."""
+        return self._opened is None and self._opening is not None and not self._opening.done()
+
     # -- reads -----------------------------------------------------------------------------------
     def entry(self, key: str) -> Entry | None:
         """The stored entry for `key` (memory, then queued writes, then disk), or None."""
@@ -256,10 +309,11 @@ class ResponseCache:
         if blob is None:
             blob = self._snapshot.pop(key, None) if self._snapshot else None
         if blob is None:
-            if self.read_failed is not None:
+            if self.read_failed is not None or self._still_opening():
                 return None
+            store = self._store  # a new root's store: raises its open failure, as opening it here would have
             try:
-                blob = self._store.get(key)
+                blob = store.get(key)
             except CacheError as exc:
                 self._read_failure(exc)
                 return None
@@ -285,7 +339,7 @@ class ResponseCache:
     def prefetch(self, keys: Sequence[str]) -> None:
         """Read the entries of `keys` not yet in memory in one round trip (Redis `MGET`; on disk a read
         costs no round trip, so nothing is done). Later `get`s of them are memory hits (max-age still applies)."""
-        if not self.prefetches or self.read_failed is not None:
+        if not self.prefetches or self.read_failed is not None or self._still_opening():
             return
         missing = [k for k in dict.fromkeys(keys) if k not in self._memory and k not in self._pending]
         if len(missing) < 2:
@@ -334,6 +388,8 @@ class ResponseCache:
             return
         if self._closed:
             raise Closed(f"the response cache at {self.location} is closed: open a new ResponseCache")
+        if self._opened is None:
+            self._store  # noqa: B018 - the first write waits for a new root's store and raises if it could not be made
         created = time.time()
         packed = compact(result)
         self._snapshot.pop(key, None)  # never serve the value read before this one
@@ -352,7 +408,11 @@ class ResponseCache:
 
     def release(self) -> None:
         """Close the calling thread's connection to the store (reopened on next use): no file stays open."""
-        release = getattr(self._store, "release", None)
+        if self._opener is not None:
+            self._release_opener()
+        if self._opened is None:  # a new root's store nobody has used yet (its opening thread closed its own)
+            return
+        release = getattr(self._opened, "release", None)
         if release is not None:
             release()
 
@@ -436,6 +496,11 @@ class ResponseCache:
         if self._writer is not None:
             self._writer.join(5)
         self.flush()
+        if self._opener is not None:
+            self._release_opener()
+        if self._opened is None and self._opening is not None and self._opening.exception() is not None:
+            _OPEN.discard(self)  # a new root's store could not be made: nothing to close (its user got the error)
+            return
         try:
             self._store.close()
         except Exception as exc:  # noqa: BLE001 - closing loses nothing: never hide the run's own outcome

@@ -1,10 +1,15 @@
 """The response cache's writer thread batches a burst of answers into one transaction, and closing the cache
-commits what is queued at once: `close()` never waits out the writer's linger (issue 32, the critical path)."""
+commits what is queued at once: `close()` never waits out the writer's linger; a new root's store is made in a
+thread while the first queries go out, and a root that cannot be made still fails in one line (issue 32, the
+critical path)."""
 from __future__ import annotations
 
 import time
 
+import pytest
+
 from kgfed.cache.responses import ResponseCache
+from kgfed.cache.root import CacheError
 from kgfed.sparql.results import SelectResult, Term
 
 
@@ -41,3 +46,32 @@ def test_a_burst_of_answers_is_still_one_transaction(tmp_path):
         assert cache.get("k49") == answer(49)
     finally:
         cache.close()
+
+
+def test_a_new_root_is_made_off_the_callers_path_and_keeps_every_answer(tmp_path):
+    root = tmp_path / "new"
+    cache = ResponseCache(root)  # returns before the store is made (in a thread); reads meanwhile are misses
+    assert cache.directory == root / "responses" and cache.get("k0") is None
+    for i in range(3):
+        cache.set(f"k{i}", answer(i))  # the first write waits for the store
+    assert cache.get("k2") == answer(2)
+    cache.close()
+    again = ResponseCache(root)  # an existing root: opened at once, as before
+    try:
+        assert again._opening is None and [again.get(f"k{i}") for i in range(3)] == [answer(i) for i in range(3)]
+    finally:
+        again.close()
+
+
+def test_a_new_root_that_cannot_be_made_fails_the_first_write_in_one_line(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    cache = ResponseCache(blocker / "cache")
+    assert cache._opening is not None
+    error = cache._opening.exception(timeout=60)
+    assert error is not None
+    with pytest.raises(CacheError, match=r"^cannot open the cache at .*a-file/cache/responses \(.*--no-cache"):
+        cache.set("k", answer(1))
+    with pytest.raises(CacheError, match="cannot open the cache"):
+        cache.get("k")  # a read after the failed open names it too (not a silent miss)
+    cache.close()  # never raises for the store
