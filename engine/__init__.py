@@ -81,7 +81,8 @@ def _caller_stacklevel() -> int:
     `warnings` itself does not count the frames of `importlib._bootstrap` (its `_is_internal_frame`);
     the others between here and the importing line (this module, `importlib.import_module`) are counted.
     """
-    frame, level = sys._getframe(1), 1
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None:
         filename = frame.f_code.co_filename
         if "importlib" in filename and "_bootstrap" in filename:
@@ -109,8 +110,8 @@ def _split_module(old: str, homes: tuple[str, ...]) -> types.ModuleType:
     def __dir__() -> list[str]:
         return sorted({n for home in homes for n in dir(importlib.import_module(home))})
 
-    module.__getattr__ = __getattr__  # type: ignore[attr-defined]  # PEP 562
-    module.__dir__ = __dir__  # type: ignore[attr-defined]
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]  # PEP 562: a module-level hook
+    module.__dir__ = __dir__  # type: ignore[method-assign]
     return module
 
 

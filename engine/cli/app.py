@@ -137,7 +137,7 @@ def _check_numbers(parser: argparse.ArgumentParser) -> None:
 class KgfedParser(argparse.ArgumentParser):
     """argparse with one-line errors: `kgfed: error: COMMAND: problem (see kgfed COMMAND --help)`, exit 2."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         where = self.prog.removeprefix("kgfed").strip()
         prefix = f"{where}: " if where else ""
         line = message.splitlines()[0]

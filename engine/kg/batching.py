@@ -68,7 +68,7 @@ async def _all(coros: Sequence) -> list:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         for task in tasks:
             if task.done() and not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+                raise task.exception()
         return [task.result() for task in tasks]
     finally:
         pending = [task for task in tasks if not task.done()]
