@@ -227,14 +227,9 @@ class Runtime:
 
     async def named_topics(self, question: Question) -> dict[str, dict[str, str]]:
         """`topics_for`, with a topic given by id only (a plain question file) named by its KG's label."""
-        topics = self.topics_for(question)
-        for name, ids in topics.items():
-            unnamed = [i for i, label in ids.items() if not label]
-            if unnamed:
-                labels = await self.kgs[name].labels(unnamed)
-                for i in unnamed:
-                    ids[i] = labels[i].label if i in labels and labels[i].label else i
-        return topics
+        from ..methods.base import name_topics
+
+        return await name_topics(self.kgs, self.topics_for(question))
 
     async def answer(self, question: Question, fmt: str) -> Answered:
         """One question through the method; any failure is recorded, never raised (except cancellation)."""

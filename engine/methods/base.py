@@ -156,6 +156,18 @@ def _cast(kind: type, value: Any) -> Any:
     return value  # any other kind (a provider object): as given
 
 
+
+async def name_topics(kgs: Mapping[str, Any], topics: Topics) -> Topics:
+    """`topics` ({kg name: {id: name}}) with every id given without a name named by its KG's label (the id
+    itself where the KG has none); changed in place and returned."""
+    for name, ids in topics.items():
+        unnamed = [i for i, label in ids.items() if not label]
+        if unnamed:
+            labels = await kgs[name].labels(unnamed)
+            for i in unnamed:
+                ids[i] = labels[i].label if i in labels and labels[i].label else i
+    return topics
+
 class Method(ABC):
     """A KG reasoning method over one or more KGs; subclasses implement `_answer`.
 
@@ -286,13 +298,7 @@ class Method(ABC):
         else:
             raise KgfedError(f"topics is a {type(topics).__name__}: give an id, a list of ids, {{id: name}} or "
                              "{kg name: {id: name}}")
-        for name, ids in per_kg.items():
-            unnamed = [i for i, label in ids.items() if not label]
-            if unnamed:
-                labels = await self.kgs[name].labels(unnamed)
-                for i in unnamed:
-                    ids[i] = labels[i].label if i in labels and labels[i].label else i
-        return per_kg
+        return await name_topics(self.kgs, per_kg)
 
     @abstractmethod
     async def _answer(self, question: str, topics: Topics) -> Result: ...
