@@ -2,10 +2,17 @@
 
     async with LatencyProxy("http://127.0.0.1:7878/query", delay=0.1) as proxy:
         proxy.url  # send SPARQL here; proxy.requests counts what passed through
+        proxy.log  # with record=True: each request (method, query, body, headers) and when it came and went
+
+`replay(url, requests)` sends logged requests straight to the server, round by round (`rounds`
+groups them: a request opens a new round when every request before it had already been answered), and
+returns each round's seconds: the server's own time for the same queries, without the added delay.
 """
 from __future__ import annotations
 
 import asyncio
+import time
+from dataclasses import dataclass, field
 
 import aiohttp
 from aiohttp import web
@@ -13,11 +20,55 @@ from aiohttp import web
 HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "content-encoding"}
 
 
+@dataclass
+class Logged:
+    """One request that passed through the proxy (times are `time.perf_counter()` seconds)."""
+
+    method: str
+    query: list[tuple[str, str]]
+    body: bytes
+    headers: dict[str, str]
+    arrived: float
+    finished: float = field(default=0.0)
+    upstream: float = field(default=0.0)  # seconds the server took (sent after the delay, until its answer was read)
+
+
+def rounds(log: list[Logged]) -> list[list[Logged]]:
+    """The round trips in sequence: a request starts a new round when it arrived after every request
+    of the current round had been answered (concurrent requests share a round)."""
+    out: list[list[Logged]] = []
+    for item in sorted(log, key=lambda r: r.arrived):
+        if out and item.arrived < max(r.finished for r in out[-1]):
+            out[-1].append(item)
+        else:
+            out.append([item])
+    return out
+
+
+async def replay(url: str, requests: list[list[Logged]]) -> list[float]:
+    """Send each round's requests to `url` at once (no added delay), rounds in sequence; each round's seconds."""
+    seconds = []
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        async def one(item: Logged) -> None:
+            async with session.request(item.method, url, params=item.query, data=item.body or None,
+                                       headers=item.headers) as response:
+                await response.read()
+                response.raise_for_status()
+
+        for group in requests:
+            started = time.perf_counter()
+            await asyncio.gather(*(one(item) for item in group))
+            seconds.append(time.perf_counter() - started)
+    return seconds
+
+
 class LatencyProxy:
     """Forwards GET/POST to `target` after `delay` seconds; counts requests and peak concurrency."""
 
-    def __init__(self, target: str, delay: float = 0.1):
+    def __init__(self, target: str, delay: float = 0.1, *, record: bool = False):
         self.target = target
+        self.record = record
+        self.log: list[Logged] = []
         self.delay = delay
         self.requests = 0
         self.active = 0
@@ -30,15 +81,23 @@ class LatencyProxy:
         self.requests += 1
         self.active += 1
         self.peak = max(self.peak, self.active)
+        arrived = time.perf_counter()
         try:
             await asyncio.sleep(self.delay)
             body = await request.read()
             headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS}
+            if self.record:
+                logged = Logged(request.method, list(request.query.items()), body, headers, arrived)
+                self.log.append(logged)
+            sent = time.perf_counter()
             async with self._session.request(request.method, self.target, params=request.query, data=body or None,
                                              headers=headers) as upstream:
                 payload = await upstream.read()
                 out = {k: v for k, v in upstream.headers.items() if k.lower() not in HOP_HEADERS}
-                return web.Response(status=upstream.status, body=payload, headers=out)
+            if self.record:
+                logged.finished = time.perf_counter()
+                logged.upstream = logged.finished - sent
+            return web.Response(status=upstream.status, body=payload, headers=out)
         finally:
             self.active -= 1
 

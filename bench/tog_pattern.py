@@ -12,26 +12,36 @@ ToG's strings are sent verbatim to Virtuoso; Oxigraph needs them rewritten (dott
 with `kgfed.sparql.rewrite.to_standard_sparql`. The head-entity template is filled the intended
 way (relation, entity): ToG/utils.py's `% (entity, relation)` would make every incoming hop empty.
 
+The report puts kgfed's cold time beside its critical-path bound (round trips in sequence x the
+delay) and the server's own time for the same batched queries (they are logged at the proxy and
+replayed straight to the server, round by round, without the delay: median of 3), with kgfed's
+phases (opening the KG and its cache, each round trip, closing). `--repeat N` reports the median of N
+cold runs, each on a new cache; `--no-tog` skips ToG's (long) run.
+
     make bench        # = python -m bench.tog_pattern
     python -m bench.tog_pattern --servers oxigraph,virtuoso --questions 20 --delay 0.05 --depth 2
+    python -m bench.tog_pattern --servers oxigraph,virtuoso --delay 0.1 --repeat 5
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import statistics
 import tempfile
 import threading
 import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 from kgfed.engine.kg import KG
 from kgfed.sparql.dialects import NS, RelationFilter
 from kgfed.sparql.rewrite import to_standard_sparql
 
-from .latency_proxy import LatencyProxy
+from .latency_proxy import LatencyProxy, replay
+from .latency_proxy import rounds as latency_rounds
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -107,24 +117,44 @@ def tog_explore(url: str, topics: list[list[str]], width: int, depth: int, stand
 
 
 # ---- kgfed: one batched round per step, everything concurrent ------------------------------------------
-async def kgfed_explore(url: str, topics: list[list[str]], width: int, depth: int, cache_dir: Path) -> tuple[list[set[str]], int]:
-    """The same exploration through kgfed; returns (explored sets, round trips on the critical path)."""
+async def kgfed_explore(url: str, topics: list[list[str]], width: int, depth: int, cache_dir: Path,
+                        marks: list[tuple[str, float]] | None = None) -> tuple[list[set[str]], int]:
+    """The same exploration through kgfed; returns (explored sets, round trips on the critical path).
+    `marks` gets (phase, `time.perf_counter()`) as each phase ends: open, each round trip, close."""
+    def mark(phase: str) -> None:
+        if marks is not None:
+            marks.append((phase, time.perf_counter()))
+
+    mark("start")
     async with KG.open(url, dialect="freebase", cache_dir=cache_dir, expand_cvt=False, relation_filter=TOG_FILTER,
                        concurrency=64, batch_size=100) as kg:
+        mark("open")
         frontiers = [list(t) for t in topics]
         seen = [set(t) for t in topics]
         rounds = 0
         for _ in range(depth):
             rels = await kg.relations_many(sorted({e for f in frontiers for e in f}))
+            mark("relations")
             chosen = {e: choose_relations([(r.relation, r.direction) for r in rs], width) for e, rs in rels.items()}
             triples = sorted({(e, r, d) for f in frontiers for e in f for r, d in chosen[e]})
             edges = await kg.neighbors_many(triples)  # far ends come with their names (no extra query)
+            mark("neighbors")
             rounds += 2
             for i, frontier in enumerate(frontiers):
                 candidates = {edge.entity for e in frontier for r, d in chosen[e] for edge in edges[(e, r, d)] if not edge.literal}
                 frontiers[i] = choose_entities(candidates - seen[i], width)
                 seen[i].update(frontiers[i])
-        return seen, rounds
+        mark("explored")
+    mark("closed")
+    return seen, rounds
+
+
+def phase_seconds(marks: list[tuple[str, float]]) -> dict:
+    """Seconds per phase from `kgfed_explore`'s marks: open, each round trip (with the loop's own work
+    after it), close."""
+    steps = [(name, round(t - marks[i - 1][1], 4)) for i, (name, t) in enumerate(marks) if i]
+    return {"open_s": steps[0][1], "rounds_s": [sec for name, sec in steps if name in ("relations", "neighbors")],
+            "after_last_round_s": dict(steps)["explored"], "close_s": dict(steps)["closed"]}
 
 
 @contextmanager
@@ -137,7 +167,7 @@ def proxied(target: str, delay: float):
         state["loop"], state["stop"] = loop, loop.create_future()
 
         async def main():
-            async with LatencyProxy(target, delay) as proxy:
+            async with LatencyProxy(target, delay, record=True) as proxy:
                 state["proxy"] = proxy
                 ready.set()
                 await state["stop"]
@@ -172,43 +202,73 @@ def start_server(kind: str):
             yield server.url
 
 
-def measure(kind: str, topics: list[list[str]], delay: float, width: int, depth: int) -> dict:
-    """ToG's pattern, kgfed cold cache, kgfed warm cache: wall time and requests, side by side."""
-    with start_server(kind) as url, proxied(url, delay) as proxy, tempfile.TemporaryDirectory() as cache_dir:
+def measure(kind: str, topics: list[list[str]], delay: float, width: int, depth: int, repeat: int = 1,
+            tog: bool = True) -> dict:
+    """ToG's pattern, kgfed cold cache, kgfed warm cache: wall time and requests, side by side.
+    `repeat` kgfed cold runs (each on a new, empty cache, then warm over it): the median cold run is reported."""
+    with start_server(kind) as url, proxied(url, delay) as proxy:
+        cpu: list[float] = []  # this process's CPU seconds in the last timed run (kgfed and the proxy's thread)
+
         def timed(run):
-            before, started = proxy.requests, time.perf_counter()
+            before, started, cpu_before = proxy.requests, time.perf_counter(), time.process_time()
             value = run()
+            cpu[:] = [time.process_time() - cpu_before]
             return value, round(time.perf_counter() - started, 3), proxy.requests - before
 
         kinds: Counter = Counter()
-        tog_seen, tog_s, tog_n = timed(lambda: tog_explore(proxy.url, topics, width, depth, kind != "virtuoso", kinds))
-        (cold_seen, rounds), cold_s, cold_n = timed(lambda: asyncio.run(kgfed_explore(proxy.url, topics, width, depth, Path(cache_dir))))
-        (warm_seen, _), warm_s, warm_n = timed(lambda: asyncio.run(kgfed_explore(proxy.url, topics, width, depth, Path(cache_dir))))
-    if not (tog_seen == cold_seen == warm_seen):
-        raise AssertionError("ToG's pattern and kgfed explored different entities")
+        tog_seen, tog_s, tog_n = timed(lambda: tog_explore(proxy.url, topics, width, depth, kind != "virtuoso", kinds)) \
+            if tog else (None, None, None)
+        runs = []
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory() as cache_dir:
+                logged, marks = len(proxy.log), cast(list[tuple[str, float]], [])
+                (cold_seen, rounds), cold_s, cold_n = timed(
+                    lambda marks=marks: asyncio.run(kgfed_explore(proxy.url, topics, width, depth, Path(cache_dir), marks)))
+                cold_rounds, cold_cpu = latency_rounds(proxy.log[logged:]), cpu[0]
+                (warm_seen, _), warm_s, warm_n = timed(
+                    lambda: asyncio.run(kgfed_explore(proxy.url, topics, width, depth, Path(cache_dir))))
+            if not (cold_seen == warm_seen and (tog_seen is None or tog_seen == cold_seen)):
+                raise AssertionError("ToG's pattern and kgfed explored different entities")
+            if len(cold_rounds) != rounds:
+                raise AssertionError(f"kgfed made {rounds} round trips but the proxy saw {len(cold_rounds)}")
+            runs.append((cold_s, cold_n, marks, cold_rounds, warm_s, warm_n, cold_cpu))
+        cold_s, cold_n, marks, cold_rounds, warm_s, warm_n, cold_cpu = sorted(runs, key=lambda run: run[0])[(len(runs) - 1) // 2]
+        # the server's own time for the same batched queries: sent straight to it, round by round, no delay
+        replays = [sum(asyncio.run(replay(url, cold_rounds))) for _ in range(3)]
     bound = rounds * delay
+    server_s = statistics.median(replays)
+    in_run_s = sum(max(r.upstream for r in group) for group in cold_rounds)
     return {
         "server": kind, "questions": len(topics), "width": width, "depth": depth, "delay_ms": round(delay * 1000),
         "entities_explored": sum(map(len, cold_seen)),
         "tog": {"seconds": tog_s, "requests": tog_n, "by_kind": dict(kinds)},
-        "kgfed_cold": {"seconds": cold_s, "requests": cold_n, "round_trips": rounds},
+        "kgfed_cold": {"seconds": cold_s, "requests": cold_n, "round_trips": rounds, **phase_seconds(marks),
+                       "all_runs_s": [run[0] for run in runs], "cpu_s": round(cold_cpu, 3)},
         "kgfed_warm": {"seconds": warm_s, "requests": warm_n},
-        "speedup_cold": round(tog_s / cold_s, 1),
+        "speedup_cold": round(tog_s / cold_s, 1) if tog_s else None,
         "critical_path_bound_s": round(bound, 3),
+        # the server's own time for kgfed's batched queries on the critical path (replayed without the
+        # delay, median of 3), and the same as it was during the cold run (per round the slowest answer)
+        "server_s": round(server_s, 3),
+        "server_in_run_s": round(in_run_s, 3),
         "cold_over_bound": round(cold_s / bound, 2) if bound else None,
+        "cold_over_bound_plus_server": round(cold_s / (bound + server_s), 2) if bound + server_s else None,
     }
 
 
 def markdown(rows: list[dict]) -> str:
     head = ("| server | questions | width x depth | delay | ToG: requests | ToG: wall s | kgfed cold: requests | "
-            "kgfed cold: wall s | speed-up | bound (round trips x delay) | cold / bound | kgfed warm: requests | kgfed warm: wall s |")
+            "kgfed cold: wall s | speed-up | bound (round trips x delay) | server's own time | cold / bound | "
+            "cold / (bound + server) | kgfed cold: open / close s | kgfed warm: requests | kgfed warm: wall s |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lines.append(
             f"| {r['server']} | {r['questions']} | {r['width']}x{r['depth']} | {r['delay_ms']} ms | {r['tog']['requests']} | "
-            f"{r['tog']['seconds']:.1f} | {r['kgfed_cold']['requests']} | {r['kgfed_cold']['seconds']:.2f} | "
-            f"{r['speedup_cold']}x | {r['kgfed_cold']['round_trips']} x {r['delay_ms']} ms = {r['critical_path_bound_s']} s | "
-            f"{r['cold_over_bound']} | {r['kgfed_warm']['requests']} | {r['kgfed_warm']['seconds']:.3f} |"
+            f"{'–' if r['tog']['seconds'] is None else round(r['tog']['seconds'], 1)} | {r['kgfed_cold']['requests']} | {r['kgfed_cold']['seconds']:.2f} | "
+            f"{'–' if r['speedup_cold'] is None else str(r['speedup_cold']) + 'x'} | {r['kgfed_cold']['round_trips']} x {r['delay_ms']} ms = {r['critical_path_bound_s']} s | "
+            f"{r['server_s']} s | {r['cold_over_bound']} | {r['cold_over_bound_plus_server']} | "
+            f"{r['kgfed_cold']['open_s']:.3f} / {r['kgfed_cold']['close_s']:.3f} | "
+            f"{r['kgfed_warm']['requests']} | {r['kgfed_warm']['seconds']:.3f} |"
         )
     return "\n".join(lines)
 
@@ -220,10 +280,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--delay", type=float, default=0.05, help="seconds the proxy adds per request (default 0.05)")
     parser.add_argument("--width", type=int, default=3)
     parser.add_argument("--depth", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=1, help="kgfed cold runs, each on a new cache; the median is reported")
+    parser.add_argument("--no-tog", action="store_true", help="skip ToG's run (kgfed's critical path only)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "tog_pattern.json"))
     args = parser.parse_args(argv)
     topics = load_topics(args.questions)
-    rows = [measure(kind.strip(), topics, args.delay, args.width, args.depth) for kind in args.servers.split(",") if kind.strip()]
+    rows = [measure(kind.strip(), topics, args.delay, args.width, args.depth, max(1, args.repeat), not args.no_tog)
+            for kind in args.servers.split(",") if kind.strip()]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(rows, indent=1))
     print(json.dumps(rows, indent=1))
