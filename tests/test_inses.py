@@ -27,7 +27,7 @@ _P646 = re.compile(r'^<http://www\.wikidata\.org/entity/(Q[0-9]+)> <http://www\.
 def hidden_p646(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """The Wikidata fixture without its P646 triples, and the mid -> QID links it held."""
     gold, kept = {}, []
-    for line in need(FED_DIR / "wikidata.nt").open():
+    for line in need(FED_DIR / "wikidata.nt").read_text().splitlines(keepends=True):
         match = _P646.match(line)
         if match:
             gold[f"m.{match.group(2)}"] = match.group(1)
