@@ -209,6 +209,25 @@ def _flush_all() -> None:  # pragma: no cover - exercised by the killed/exiting 
             pass
 
 
+ROOM_TO_MAKE = 16 * 2**20  # free bytes below which a new store is made on the caller's path (a full disk fails at once)
+
+
+def _can_make_off_path(directory: Path) -> bool:
+    """Whether `directory` is a new store (nothing to read) whose making can leave the caller's path: it does
+    not exist, and its nearest existing ancestor is a writable directory on a disk with room. Anything else
+    (a read-only or full disk, a file in the way) is opened at once, so it fails at once, in one line."""
+    if directory.exists():
+        return False
+    parent = directory.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    try:
+        disk = os.statvfs(parent)
+    except OSError:
+        return False
+    return parent.is_dir() and os.access(parent, os.W_OK) and disk.f_bavail * disk.f_frsize >= ROOM_TO_MAKE
+
+
 class ResponseCache:
     """The `responses` store of a cache root, safe to share across processes (and, on Redis, machines);
     writes go through one writer thread.
@@ -230,7 +249,7 @@ class ResponseCache:
         self._opener: threading.Thread | None = None
         self._let_go = threading.Event()  # the opening thread keeps its connection (and SQLite's WAL files) until then
         self.directory: Path | None
-        if self.spec.backend == "disk" and not self.spec.directory("responses").exists():
+        if self.spec.backend == "disk" and _can_make_off_path(self.spec.directory("responses")):
             self.directory = self.spec.directory("responses")
             self.location = str(self.directory)
             self._opening = concurrent.futures.Future()

@@ -63,15 +63,20 @@ def test_a_new_root_is_made_off_the_callers_path_and_keeps_every_answer(tmp_path
         again.close()
 
 
-def test_a_new_root_that_cannot_be_made_fails_the_first_write_in_one_line(tmp_path):
+def test_a_new_root_that_cannot_be_made_fails_at_once_or_at_the_first_write_in_one_line(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    cache = ResponseCache(blocker / "cache")
-    assert cache._opening is not None
-    error = cache._opening.exception(timeout=60)
-    assert error is not None
     with pytest.raises(CacheError, match=r"^cannot open the cache at .*a-file/cache/responses \(.*--no-cache"):
+        ResponseCache(blocker / "cache")  # a file in the way: opened (and failing) at once, as before
+    # A store that fails only once it is being made (here a dangling link where its directory goes): the
+    # first answer stored, and any read after, raise the open's one line (never a silent miss).
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "responses").symlink_to(tmp_path / "nowhere" / "at-all")
+    cache = ResponseCache(root)
+    assert cache._opening is not None and cache._opening.exception(timeout=60) is not None
+    with pytest.raises(CacheError, match=r"^cannot open the cache at .*root/responses \(.*--no-cache"):
         cache.set("k", answer(1))
     with pytest.raises(CacheError, match="cannot open the cache"):
-        cache.get("k")  # a read after the failed open names it too (not a silent miss)
+        cache.get("k")
     cache.close()  # never raises for the store
