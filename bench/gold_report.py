@@ -32,11 +32,14 @@ def causes(predictions: Path, questions: str, trace: Path | None = None, costs: 
     costs = costs or predictions.with_name(predictions.with_suffix("").name + ".costs.jsonl")
     by_id = {q.id: q for q in load_dataset(questions)}
     shown: dict[str, Counter] = defaultdict(Counter)
+    kinds: dict[str, Counter] = defaultdict(Counter)  # the prompt kinds that showed a gold answer
     if trace.is_file():
         for line in trace.read_text(encoding="utf-8").splitlines():
             note = json.loads(line)
             shown[note["id"]]["shown"] += note["shown"]
             shown[note["id"]]["named"] += note["named"]
+            if note["shown"]:
+                kinds[note["id"]][note["kind"]] += 1
     fallbacks = {}
     if costs.is_file():
         for line in costs.read_text(encoding="utf-8").splitlines():
@@ -56,7 +59,7 @@ def causes(predictions: Path, questions: str, trace: Path | None = None, costs: 
         cause = ("parse" if fallbacks.get(question.id) else "answer choice" if seen["named"] else
                  "pruned away" if seen["shown"] else "not reached (beam or depth limit)")
         out.append({"id": question.id, "question": question.text, "prediction": answer, "gold": question.answers[:3],
-                    "cause": cause})
+                    "cause": cause, "shown_in": dict(kinds.get(question.id, {}))})
     return out
 
 
@@ -74,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"{len(found)} question(s) missed: " + ", ".join(f"{c} {n}" for c, n in Counter(f['cause'] for f in found).most_common()))
     for f in found:
-        print(f"- {f['id']}: {f['question']} — predicted {f['prediction']!r}, gold {f['gold']}: {f['cause']}")
+        where = f" (shown in {', '.join(f['shown_in'])})" if f["shown_in"] else ""
+        print(f"- {f['id']}: {f['question']} — predicted {f['prediction']!r}, gold {f['gold']}: {f['cause']}{where}")
     return 0
 
 
