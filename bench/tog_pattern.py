@@ -40,8 +40,7 @@ from kgfed.engine.kg import KG
 from kgfed.sparql.dialects import NS, RelationFilter
 from kgfed.sparql.rewrite import to_standard_sparql
 
-from .latency_proxy import LatencyProxy, replay
-from .latency_proxy import rounds as latency_rounds
+from .latency_proxy import LatencyProxy, Logged, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -157,6 +156,16 @@ def phase_seconds(marks: list[tuple[str, float]]) -> dict:
             "after_last_round_s": dict(steps)["explored"], "close_s": dict(steps)["closed"]}
 
 
+def by_round(log: list[Logged], marks: list[tuple[str, float]]) -> list[list[Logged]]:
+    """The proxy's requests grouped by the round trip of `kgfed_explore` they belong to (its marks; the
+    proxy runs in this process, so the clocks agree)."""
+    ends = [t for name, t in marks if name in ("relations", "neighbors")]
+    groups: list[list[Logged]] = [[] for _ in ends]
+    for item in log:
+        groups[next(i for i, end in enumerate(ends) if item.arrived <= end)].append(item)
+    return [group for group in groups if group]
+
+
 @contextmanager
 def proxied(target: str, delay: float):
     """A LatencyProxy to `target` running on its own event loop in a thread."""
@@ -224,7 +233,7 @@ def measure(kind: str, topics: list[list[str]], delay: float, width: int, depth:
                 logged, marks = len(proxy.log), cast(list[tuple[str, float]], [])
                 (cold_seen, rounds), cold_s, cold_n = timed(
                     lambda marks=marks: asyncio.run(kgfed_explore(proxy.url, topics, width, depth, Path(cache_dir), marks)))
-                cold_rounds, cold_cpu = latency_rounds(proxy.log[logged:]), cpu[0]
+                cold_rounds, cold_cpu = by_round(proxy.log[logged:], marks), cpu[0]
                 (warm_seen, _), warm_s, warm_n = timed(
                     lambda: asyncio.run(kgfed_explore(proxy.url, topics, width, depth, Path(cache_dir))))
             if not (cold_seen == warm_seen and (tog_seen is None or tog_seen == cold_seen)):
@@ -263,7 +272,7 @@ def markdown(rows: list[dict]) -> str:
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lines.append(
-            f"| {r['server']} | {r['questions']} | {r['width']}x{r['depth']} | {r['delay_ms']} ms | {r['tog']['requests']} | "
+            f"| {r['server']} | {r['questions']} | {r['width']}x{r['depth']} | {r['delay_ms']} ms | {r['tog']['requests'] or '–'} | "
             f"{'–' if r['tog']['seconds'] is None else round(r['tog']['seconds'], 1)} | {r['kgfed_cold']['requests']} | {r['kgfed_cold']['seconds']:.2f} | "
             f"{'–' if r['speedup_cold'] is None else str(r['speedup_cold']) + 'x'} | {r['kgfed_cold']['round_trips']} x {r['delay_ms']} ms = {r['critical_path_bound_s']} s | "
             f"{r['server_s']} s | {r['cold_over_bound']} | {r['cold_over_bound_plus_server']} | "
