@@ -84,10 +84,6 @@ async def cmd_run(args: argparse.Namespace) -> int:
         from ..harness.datasets import resolve_path
 
         args.llm = f"gold:{resolve_path(args.dataset).resolve()}"
-    if args.llm.strip().lower() == "gold":  # the gold stand-in reads the gold of this very question file
-        from ..harness.datasets import resolve_path
-
-        args.llm = f"gold:{resolve_path(args.dataset).resolve()}"
     summary = await run(run_spec(args), questions, args.out, fmt=args.format, concurrency=args.in_flight,
                         workers=args.workers, use_ray=args.ray is not None, ray_address=args.ray or None,
                         costs=args.costs, progress=not args.no_progress)
