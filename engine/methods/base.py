@@ -162,7 +162,7 @@ async def name_topics(kgs: Mapping[str, Any], topics: Topics) -> Topics:
     itself where the KG has none); changed in place and returned."""
     for name, ids in topics.items():
         unnamed = [i for i, label in ids.items() if not label]
-        if unnamed:
+        if unnamed and name in kgs:
             labels = await kgs[name].labels(unnamed)
             for i in unnamed:
                 ids[i] = labels[i].label if i in labels and labels[i].label else i
@@ -278,7 +278,9 @@ class Method(ABC):
             return None
         if isinstance(topics, str):
             topics = [topics]
-        if isinstance(topics, Mapping) and all(k in self.kgs for k in topics):
+        if isinstance(topics, Mapping) and (all(k in self.kgs for k in topics)
+                                            or all(isinstance(v, (Mapping, list, tuple, set)) for v in topics.values())):
+            # per KG ({kg name: {id: name} or [ids]}); a KG the method lacks is the method's to refuse
             per_kg = {k: dict.fromkeys(v, "") if isinstance(v, (list, tuple, set)) else dict(v or {}) for k, v in topics.items()}
         elif isinstance(topics, Mapping) or isinstance(topics, (list, tuple, set)) and all(isinstance(t, str) for t in topics):
             named = dict(topics) if isinstance(topics, Mapping) else dict.fromkeys(topics, "")
