@@ -81,6 +81,7 @@ class AuthServer:
         self.ready.set()
         self.loop.run_forever()
         self.loop.run_until_complete(self.runner.cleanup())
+        self.loop.close()
 
     def __enter__(self) -> AuthServer:
         self.thread.start()
