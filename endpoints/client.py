@@ -58,7 +58,7 @@ __all__ = ["HttpClient", "Response", "DEFAULT_USER_AGENT", "POLITE_HOSTS", "pars
 log = logging.getLogger("kgfed.http")
 
 
-def _version(distribution: str = "kgfed", default: str = "0.1.0") -> str:
+def _version(distribution: str = "kgfed", default: str = "0+unknown") -> str:
     try:
         from importlib.metadata import version
 
