@@ -476,8 +476,9 @@ class ResponseCache:
 
     def flush(self) -> None:
         """Commit every queued write now (blocking; from async code use `await asyncio.to_thread(cache.flush)`).
-        A write that fails turns caching off with a warning (see `_write_failure`); it is not raised."""
-        if self._queue:
+        A write that fails turns caching off with a warning (see `_write_failure`); it is not raised. A batch
+        the writer thread has taken but not yet committed (`_pending`) is waited for too."""
+        if self._queue or self._pending:
             try:
                 self._drain()
             except Exception as exc:  # noqa: BLE001 - the answers are right; only their storage failed
