@@ -22,6 +22,7 @@ from typing import Any
 
 from ...sparql.errors import KgfedError
 from ...sparql.secrets import redact
+from .. import __version__
 
 # Modules that add sub-commands: each has `register(subparsers, common)`; imported lazily per run.
 COMMAND_MODULES: list[str] = [".context", ".federation", ".evaluate", ".freebase", ".ask", ".run", ".mcp", ".extract", ".endpoints"]
@@ -343,7 +344,7 @@ async def cmd_demo(args) -> int:
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     parser = KgfedParser(prog="kgfed", description="Async, cached, federated 1-hop SPARQL for KG reasoning.")
-    parser.add_argument("--version", action="version", version=f"kgfed {_version()}")
+    parser.add_argument("--version", action="version", version=f"kgfed {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     handlers: dict[str, Handler] = {}
 
@@ -389,13 +390,6 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     return parser, handlers
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("kgfed")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown (not installed)"
 
 
 def _recording_context(args: argparse.Namespace):
