@@ -48,11 +48,12 @@ from ..sparql.errors import (
     RateLimited, UserAgentRejected,
 )
 from ..sparql.secrets import strip_credentials
+from .options import DEFAULT_PER_HOST, DEFAULT_RETRIES, DEFAULT_TIMEOUT, HttpOptions
 from .transport import (
     AiohttpTransport, AsyncTransport, Request, Response, TransportConnectError, TransportTimeout, TransportTruncated,
 )
 
-__all__ = ["HttpClient", "Response", "DEFAULT_USER_AGENT", "POLITE_HOSTS", "parse_retry_after", "make_user_agent",
+__all__ = ["HttpClient", "HttpOptions", "Response", "DEFAULT_USER_AGENT", "POLITE_HOSTS", "parse_retry_after", "make_user_agent",
            "resolve_contact", "is_wikimedia", "is_wikimedia_api"]
 
 log = logging.getLogger("kgfed.http")
@@ -201,12 +202,12 @@ class HttpClient:
         *,
         user_agent: str | None = None,
         contact: str | None = None,
-        per_host: int = 16,
+        per_host: int = DEFAULT_PER_HOST,
         host_limits: dict[str, int] | None = None,
         budgets: Mapping[str, float] | None = None,
         token: str | None = None,
-        timeout: float = 60.0,
-        retries: int = 4,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
         backoff: float = 0.5,
         max_backoff: float = 30.0,
         max_retry_after: float = 300.0,
@@ -237,12 +238,30 @@ class HttpClient:
         self.stats: Counter[str] = Counter()
 
     @classmethod
-    def configured(cls, *, user_agent: str | None = None, contact: str | None = None, timeout: float = 60.0,
-                   concurrency: int | None = None, transport: AsyncTransport | None = None, **kw) -> HttpClient:
-        """A client from CLI-style options: `concurrency` caps every host (the polite ones included)."""
-        explicit = None if concurrency is None else {host: concurrency for host in POLITE_HOSTS}
-        return cls(user_agent=user_agent, contact=contact, timeout=timeout, per_host=concurrency or 16,
-                   host_limits=explicit, transport=transport, **kw)
+    def from_options(cls, options: HttpOptions, *, transport: AsyncTransport | None = None,
+                     host_limits: Mapping[str, int] | None = None, **tuning) -> HttpClient:
+        """The client a run's `HttpOptions` describe: the one way code outside this module builds one.
+
+        `concurrency` caps every host (the polite ones included); without it each host keeps its own cap
+        and the others get `per_host`. `transport` swaps the bytes layer (`MockTransport` in tests);
+        `host_limits` adds caps for hosts the caller knows (a Wikipedia mirror gets en.wikipedia.org's);
+        `tuning` passes the rarer knobs through (`backoff`, `budgets`, `token`, `max_retry_after`)."""
+        if not isinstance(options, HttpOptions):
+            raise TypeError(f"HttpClient.from_options takes an HttpOptions, not {type(options).__name__}")
+        limits = dict(host_limits or {})
+        if options.concurrency is not None:
+            limits.update({host: options.concurrency for host in POLITE_HOSTS})
+        return cls(user_agent=options.user_agent, contact=options.contact, timeout=options.timeout,
+                   per_host=options.concurrency or options.per_host, host_limits=limits or None,
+                   retries=options.retries, transport=transport, **tuning)
+
+    @classmethod
+    def configured(cls, *, user_agent: str | None = None, contact: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                   concurrency: int | None = None, transport: AsyncTransport | None = None, **tuning) -> HttpClient:
+        """A client from CLI-style options (0.2's spelling of `from_options(HttpOptions(...))`)."""
+        options = HttpOptions(timeout=timeout, user_agent=user_agent, contact=contact, concurrency=concurrency,
+                              **{k: tuning.pop(k) for k in ("per_host", "retries") if k in tuning})
+        return cls.from_options(options, transport=transport, **tuning)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def __aenter__(self) -> HttpClient:

@@ -113,6 +113,14 @@ def _open_profile(profile: Profile, client: HttpClient, url: str | None = None, 
     return HttpEndpoint(url or profile.url, client, server=profile.server, **http_options)
 
 
+def _need(client: HttpClient | None, spec: str) -> HttpClient:
+    """The caller's client for a remote spec (lower layers never build one of their own)."""
+    if client is None:
+        raise TypeError(f"endpoint {strip_credentials(spec)} is remote: pass client=, the run's HttpClient "
+                        "(HttpClient.from_options(HttpOptions(...)))")
+    return client
+
+
 def resolve_endpoint(
     spec: str,
     *,
@@ -122,14 +130,15 @@ def resolve_endpoint(
 ) -> tuple[Endpoint, Dialect]:
     """Turn an endpoint spec into an endpoint and its dialect (explicit `dialect` wins over the profile's).
 
-    Pass the run's shared `client`; without one a new client is made and the caller must close it.
+    A remote spec (a profile, a URL) needs `client`, the run's shared `HttpClient` (the caller owns and
+    closes it; `HttpClient.from_options(HttpOptions(...))` builds one); `file:` specs need none.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise UnknownEndpoint(f"empty endpoint: use {', '.join(PROFILES)}, file:PATH or an http(s) URL")
     spec = spec.strip()
     if spec in PROFILES:
         profile = PROFILES[spec]
-        return _open_profile(profile, client or HttpClient(), **http_options), _profile_dialect(profile, dialect)
+        return _open_profile(profile, _need(client, spec), **http_options), _profile_dialect(profile, dialect)
     if spec.startswith("file:"):
         paths = [p for p in spec[5:].split(",") if p]
         endpoint = EmbeddedEndpoint(paths)
@@ -140,9 +149,9 @@ def resolve_endpoint(
     if spec.startswith(("http://", "https://")):
         known = profile_for_url(strip_credentials(spec))
         if known is not None:  # a profile's URL or an old alias: its server kind and dialect are known
-            return _open_profile(known, client or HttpClient(), url=spec, **http_options), _profile_dialect(known, dialect)
+            return _open_profile(known, _need(client, spec), url=spec, **http_options), _profile_dialect(known, dialect)
         if dialect is None:
             raise UnknownEndpoint(f"endpoint {strip_credentials(spec)} needs a dialect: add --dialect wikidata or --dialect freebase")
-        return HttpEndpoint(spec, client or HttpClient(), **http_options), get_dialect(dialect)
+        return HttpEndpoint(spec, _need(client, spec), **http_options), get_dialect(dialect)
     names = ", ".join(PROFILES)
     raise UnknownEndpoint(f"unknown endpoint {redact(spec)!r}: use one of {names}, file:PATH or an http(s) URL")

@@ -1,6 +1,6 @@
 """Wikipedia page text for context retrieval: the live MediaWiki APIs and offline JSONL extracts.
 
-    async with WikipediaSource() as wiki:                      # Action API, full plain-text extracts
+    async with WikipediaSource(client) as wiki:                # Action API, full plain-text extracts
         pages = await wiki.pages(["Douglas Adams", "Nowhere_Page_123"])
     pages["Nowhere_Page_123"].missing                          # True: a result, never an exception
 
@@ -31,7 +31,7 @@ from urllib.parse import quote, unquote, urlsplit
 import diskcache
 
 from ..sparql.errors import ClientClosed, EndpointError, KgfedError, OfflineMiss, RateLimited, UserAgentRejected
-from .client import POLITE_HOSTS, HttpClient, parse_retry_after
+from .client import HttpClient, parse_retry_after
 
 Mode = Literal["extracts", "intro", "summary"]
 Charge = Callable[[str], None]
@@ -162,8 +162,9 @@ class WikipediaSource:
 
     def __init__(
         self,
-        client: HttpClient | None = None,
+        client: HttpClient,
         *,
+        own_client: bool = False,
         lang: str = "en",
         mode: Mode = "extracts",
         api_url: str | None = None,
@@ -180,10 +181,10 @@ class WikipediaSource:
         self.mode = mode
         self.api_url = api_url or f"https://{lang}.wikipedia.org/w/api.php"
         self.rest_url = (rest_url or f"https://{lang}.wikipedia.org/api/rest_v1").rstrip("/")
-        # every Wikipedia gets en.wikipedia.org's polite cap, not the client's default for unknown hosts
-        self.client = client or HttpClient(host_limits={_host(self.api_url): POLITE_HOSTS["en.wikipedia.org"],
-                                                        _host(self.rest_url): POLITE_HOSTS["en.wikipedia.org"]})
-        self._owns_client = client is None
+        if client is None:  # the run's shared client: the source never builds its own
+            raise TypeError("WikipediaSource needs the run's HttpClient: WikipediaSource(HttpClient.from_options(HttpOptions()))")
+        self.client = client
+        self._owns_client = own_client  # closed with the source (a client made for it alone)
         self.maxlag = maxlag
         self.lag_retries = lag_retries
         self.cache = JsonCache() if cache is True else cache if isinstance(cache, JsonCache) else None

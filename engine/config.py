@@ -20,35 +20,17 @@ from dataclasses import dataclass, replace
 from collections.abc import Mapping
 from typing import Any
 
+from ..endpoints.options import HttpOptions
 from ..sparql.dialects import DIALECTS
 from ..sparql.errors import KgfedError, UnknownEndpoint
+
+__all__ = ["HttpOptions", "CacheOptions", "KGSpec", "AlignOptions", "KGs", "kg_specs", "open_kg", "open_kgs",
+           "open_endpoint", "close_kgs", "default_text_source", "split_fallback", "DIALECT_NAMES", "DEFAULT_KGS",
+           "LIVE_PREFIXES"]
 
 DIALECT_NAMES = tuple(d.name for d in DIALECTS)  # what a KG name or a `DIALECT@` prefix may say
 _KG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
 _DIALECT_PREFIX = re.compile(rf"({'|'.join(map(re.escape, DIALECT_NAMES))})@(.+)")
-
-
-@dataclass(frozen=True)
-class HttpOptions:
-    """How a run talks HTTP: timeout per request, User-Agent or contact, parallel requests per host."""
-
-    timeout: float = 60.0
-    user_agent: str | None = None
-    contact: str | None = None
-    concurrency: int | None = None  # None: each host's own default (WDQS 5, QLever 4, Wikimedia APIs 3, others 16)
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> HttpOptions:
-        """From option names as the CLI spells them (`timeout`, `user_agent`, `contact`, `concurrency`)."""
-        return cls(timeout=options.get("timeout", 60.0), user_agent=options.get("user_agent"),
-                   contact=options.get("contact"), concurrency=options.get("concurrency"))
-
-    def client(self):
-        """A new `HttpClient` with these options (the caller closes it)."""
-        from ..endpoints.client import HttpClient
-
-        return HttpClient.configured(user_agent=self.user_agent, contact=self.contact, timeout=self.timeout,
-                                     concurrency=self.concurrency)
 
 
 @dataclass(frozen=True)
@@ -160,6 +142,7 @@ def default_text_source(*endpoints: str | None) -> str:
 
 
 DEFAULT_KGS = ("freebase", "wikidata")
+DEFAULT_HTTP = HttpOptions()  # the defaults, written once in `HttpOptions` (endpoints/options.py)
 
 
 def split_fallback(item: str) -> tuple[str | None, str]:
@@ -210,7 +193,7 @@ class KGs(dict):
     owns_client: bool = False
 
 
-def open_kg(spec: KGSpec, *, http: HttpOptions = HttpOptions(), cache: CacheOptions = CacheOptions(), client=None):
+def open_kg(spec: KGSpec, *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = CacheOptions(), client=None):
     """One `KG` from its spec. With `client` (the run's shared one) the KG uses it; without, it gets its own."""
     dialect = spec.effective_dialect
     endpoint = spec.endpoint
@@ -234,7 +217,7 @@ def open_kg(spec: KGSpec, *, http: HttpOptions = HttpOptions(), cache: CacheOpti
 
 
 def open_endpoint(endpoint: str, *, name: str | None = None, dialect: str | None = None, partial: str | None = None,
-                  http: HttpOptions = HttpOptions(), cache: CacheOptions = CacheOptions(), client=None,
+                  http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = CacheOptions(), client=None,
                   fallbacks: tuple[str, ...] | list[str] = ()):
     """`KG.open` with the options of a run (the one place they are turned into its keyword arguments)."""
     from .kg.facade import KG
@@ -255,7 +238,7 @@ def open_endpoint(endpoint: str, *, name: str | None = None, dialect: str | None
     return KG.open(endpoint, **kwargs)
 
 
-def open_kgs(specs: list[KGSpec], *, http: HttpOptions = HttpOptions(), cache: CacheOptions = CacheOptions(),
+def open_kgs(specs: list[KGSpec], *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = CacheOptions(),
              client=None) -> KGs:
     """The named KGs of a run over one shared `HttpClient` (`client`, or a new one that `close_kgs` closes)."""
     names = [spec.name for spec in specs]
@@ -263,7 +246,11 @@ def open_kgs(specs: list[KGSpec], *, http: HttpOptions = HttpOptions(), cache: C
         raise KgfedError(f"KG named twice ({', '.join(names)}): give each KG once")
     kgs = KGs()
     kgs.owns_client = client is None
-    kgs.client = client if client is not None else http.client()
+    if client is None:
+        from ..endpoints.client import HttpClient
+
+        client = HttpClient.from_options(http)
+    kgs.client = client
     try:
         for spec in specs:
             kgs[spec.name] = open_kg(spec, http=http, cache=cache, client=kgs.client)

@@ -100,9 +100,9 @@ async def test_qlever_serves_the_full_graph_and_never_gets_a_timeout_parameter()
 
 
 async def test_the_old_qlever_host_is_accepted_without_a_dialect():
-    endpoint, dialect = resolve_endpoint("https://qlever.cs.uni-freiburg.de/api/freebase")
+    async with HttpClient(contact=CONTACT) as client:
+        endpoint, dialect = resolve_endpoint("https://qlever.cs.uni-freiburg.de/api/freebase", client=client)
     assert dialect.name == "freebase" and isinstance(endpoint, HttpEndpoint) and endpoint.server == "qlever"
-    await endpoint.client.aclose()
     services = Services()
     kg = open_kg(services, "https://qlever.cs.uni-freiburg.de/api/wikidata")
     try:

@@ -4,8 +4,10 @@ from __future__ import annotations
 import pytest
 from rdflib.plugins.sparql import prepareQuery
 
+from kgfed.endpoints.client import HttpClient
 from kgfed.endpoints.embedded import EmbeddedEndpoint
 from kgfed.endpoints.http import HttpEndpoint
+from kgfed.endpoints.options import HttpOptions
 from kgfed.endpoints.profiles import PROFILES, resolve_endpoint
 from kgfed.sparql.dialects import FREEBASE, WIKIDATA, FreebaseDialect, WikidataDialect
 from kgfed.sparql.errors import UnknownEndpoint
@@ -38,32 +40,48 @@ def test_every_template_is_standard_sparql(name):
     prepareQuery(TEMPLATES[name])  # rdflib's SPARQL 1.1 grammar; raises on anything non-standard
 
 
-def test_profiles_resolve_to_the_public_endpoints():
-    endpoint, dialect = resolve_endpoint("wikidata")
+@pytest.fixture
+def client():
+    """The caller's client (nothing is sent: these tests only resolve specs)."""
+    return HttpClient.from_options(HttpOptions())
+
+
+def test_profiles_resolve_to_the_public_endpoints(client):
+    endpoint, dialect = resolve_endpoint("wikidata", client=client)
+    assert endpoint.client is client
     assert isinstance(endpoint, HttpEndpoint) and endpoint.url == "https://query.wikidata.org/sparql"
     assert isinstance(dialect, WikidataDialect) and dialect.search_mode == "mwapi"
-    endpoint, dialect = resolve_endpoint("qlever-wikidata")
+    endpoint, dialect = resolve_endpoint("qlever-wikidata", client=client)
     assert endpoint.url == PROFILES["qlever-wikidata"].url and dialect.search_mode == "exact"  # no mwapi on QLever
     assert "SERVICE" not in dialect.search("Douglas Adams")
-    endpoint, dialect = resolve_endpoint("qlever-freebase")
+    endpoint, dialect = resolve_endpoint("qlever-freebase", client=client)
     assert endpoint.url.endswith("/api/freebase") and isinstance(dialect, FreebaseDialect)
     assert "<http://rdf.freebase.com/ns/type.object.name>" in dialect.labels(["m.0282x"])
 
 
-def test_wdqs_search_uses_the_mwapi_service():
-    _, dialect = resolve_endpoint("wikidata")
+def test_wdqs_search_uses_the_mwapi_service(client):
+    _, dialect = resolve_endpoint("wikidata", client=client)
     q = dialect.search("Douglas Adams")
     assert "EntitySearch" in q and '"Douglas Adams"' in q
 
 
-def test_files_sniff_their_dialect_and_urls_need_one():
+def test_files_sniff_their_dialect_and_urls_need_one(client):
     _, d = resolve_endpoint(f"file:{need(CWQ_NT)}")
     assert d is FREEBASE
     endpoint, d = resolve_endpoint(f"file:{need(CODEX_NT)}")
     assert d is WIKIDATA and isinstance(endpoint, EmbeddedEndpoint)
     with pytest.raises(UnknownEndpoint, match="--dialect"):
         resolve_endpoint("http://127.0.0.1:8890/sparql")
-    endpoint, d = resolve_endpoint("http://127.0.0.1:8890/sparql", dialect="freebase", default_graph="http://g")
+    endpoint, d = resolve_endpoint("http://127.0.0.1:8890/sparql", dialect="freebase", client=client, default_graph="http://g")
     assert endpoint.name == "http://127.0.0.1:8890/sparql#graph=http://g"
     with pytest.raises(UnknownEndpoint, match="unknown endpoint"):
         resolve_endpoint("ftp://x")
+
+
+def test_remote_specs_need_the_callers_client():
+    """No lower layer builds a client of its own: a remote spec without one is refused, naming the fix."""
+    for spec in ("wikidata", "https://qlever.dev/api/freebase", "http://127.0.0.1:8890/sparql"):
+        with pytest.raises(TypeError, match="pass client="):
+            resolve_endpoint(spec, dialect="freebase" if "127.0" in spec else None)
+    endpoint, d = resolve_endpoint(f"file:{need(CWQ_NT)}")  # a file needs no client
+    assert d is FREEBASE and isinstance(endpoint, EmbeddedEndpoint)

@@ -31,7 +31,8 @@ from typing import cast
 
 from ...cache.responses import CachedEndpoint, ResponseCache, compact
 from ...endpoints.base import Endpoint
-from ...endpoints.client import DEFAULT_USER_AGENT, POLITE_HOSTS, TOKEN_ENV, HttpClient
+from ...endpoints.client import DEFAULT_USER_AGENT, TOKEN_ENV, HttpClient
+from ...endpoints.options import HttpOptions
 from ...endpoints.profiles import resolve_endpoint
 from ...sparql import terms
 from ...sparql.dialects import COMPOUND_SEP, DIRECTIONS, QUALIFIER_BATCH, Dialect, RelationFilter, SearchMode, check_direction
@@ -184,8 +185,7 @@ class KG:
         """
         owned = client is None
         if client is None:
-            explicit = None if concurrency is None else {host: concurrency for host in POLITE_HOSTS}
-            client = HttpClient(user_agent=user_agent, timeout=timeout, per_host=concurrency or 16, host_limits=explicit)
+            client = HttpClient.from_options(HttpOptions(timeout=timeout, user_agent=user_agent, concurrency=concurrency))
         http_keys = {"default_graph", "partial", "timeout_ms", "max_rows", "post_threshold"}
         http_options = {k: options.pop(k) for k in list(options) if k in http_keys}
         endpoint, chosen = resolve_endpoint(spec, dialect=dialect, client=client, **http_options)

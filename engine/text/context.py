@@ -105,7 +105,12 @@ def open_text_source(
         from ...cache.root import open_store
 
         store = JsonCache(store=open_store(cache_dir, "text", size_limit=2**31)) if cache else None
-        return WikipediaSource(client, mode=mode, maxlag=maxlag, cache=store, offline=offline, charge=charge)  # type: ignore[arg-type]
+        own = client is None  # no run client given: the source gets one of its own and closes it
+        if client is None:
+            from ...endpoints.options import HttpOptions
+
+            client = HttpClient.from_options(HttpOptions())
+        return WikipediaSource(client, own_client=own, mode=mode, maxlag=maxlag, cache=store, offline=offline, charge=charge)
     if spec == "demo":
         if not DEMO_EXTRACTS.exists():
             raise KgfedError(f"the demo extracts are not installed ({DEMO_EXTRACTS}): use --text-source wikipedia or file:PATH.jsonl")

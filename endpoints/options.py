@@ -1,0 +1,52 @@
+"""How a run talks HTTP, as one frozen value object: the home of every HTTP default.
+
+`HttpOptions` is what the CLI's `--timeout`, `--user-agent`, `--contact` and `--concurrency` become,
+what a `RunSpec` carries to worker processes and Ray actors (it is frozen and picklable: numbers and
+strings, no client), and what `HttpClient.from_options` turns into the run's one client. The
+defaults below are written here and nowhere else: `HttpClient`'s own keyword defaults read them, so
+a client built with no arguments and one built from `HttpOptions()` behave the same.
+
+It lives in the endpoints layer (beside the client it configures) so that `endpoints` and `cache`
+can take it without importing the engine; `kgfed.engine.config` re-exports it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["HttpOptions", "DEFAULT_TIMEOUT", "DEFAULT_PER_HOST", "DEFAULT_RETRIES"]
+
+DEFAULT_TIMEOUT = 60.0  # seconds per request (WDQS's own per-query limit)
+DEFAULT_PER_HOST = 16  # requests in flight to a host without published rules (a local Virtuoso/Oxigraph)
+DEFAULT_RETRIES = 4  # retries of a 5xx answer or a dropped connection, with exponential backoff
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """How a run talks HTTP: timeout per request, User-Agent or contact, parallel requests per host.
+
+    `concurrency` (the CLI's `--concurrency`) caps every host, the polite public ones included (it can
+    lower WDQS's 5, never raise a Wikimedia API host's 3); None leaves each host its own default (WDQS 5,
+    QLever 4, Wikimedia APIs 3, others `per_host`). `user_agent` None builds kgfed's User-Agent around
+    `contact` (else `$KGFED_CONTACT`, else the config file's `contact`)."""
+
+    timeout: float = DEFAULT_TIMEOUT
+    user_agent: str | None = None
+    contact: str | None = None
+    concurrency: int | None = None
+    per_host: int = DEFAULT_PER_HOST  # the cap for hosts without published rules when `concurrency` is None
+    retries: int = DEFAULT_RETRIES
+
+    @classmethod
+    def from_options(cls, options) -> HttpOptions:
+        """From option names as the CLI spells them (`timeout`, `user_agent`, `contact`, `concurrency`).
+
+        Kept for callers of 0.2; the CLI builds `HttpOptions` itself (`kgfed.engine.cli.options`)."""
+        timeout = options.get("timeout")
+        return cls(timeout=DEFAULT_TIMEOUT if timeout is None else timeout, user_agent=options.get("user_agent"),
+                   contact=options.get("contact"), concurrency=options.get("concurrency"))
+
+    def client(self):
+        """A new `HttpClient` with these options (the caller closes it): `HttpClient.from_options(self)`."""
+        from .client import HttpClient
+
+        return HttpClient.from_options(self)
