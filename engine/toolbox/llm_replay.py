@@ -1,0 +1,98 @@
+"""Record and replay: LLM replies kept as `<sha256>.json` files, named by what was asked.
+
+`prompt_key` names a reply by its prompt, system message, temperature and stop sequences (not the
+model), so a recorded run replays byte for byte and offline. `ReplayLLM` answers from the files
+(`--llm replay:DIR`) or, given a provider, records what it does not have yet (`--llm record:DIR:SPEC`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ...sparql.errors import LLMError
+from .llm_base import LLM, Completion, NoLLM
+
+
+def prompt_key(prompt: str, *, system: str | None, temperature: float, stop: list[str] | None = None) -> str:
+    """sha256 naming a recorded reply: the prompt, system message, temperature and stop sequences (not the model).
+
+    Stop sequences enter the key only when given, so recordings made without them keep their names.
+    """
+    fields: dict[str, Any] = {"prompt": prompt, "system": system, "temperature": float(temperature)}
+    if stop:
+        fields["stop"] = list(stop)
+    payload = json.dumps(fields, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class ReplayLLM(LLM):
+    """Replies recorded as `<sha256>.json` files in a directory.
+
+    Replay only (`record_with=None`): a prompt without a file raises `LLMError` naming its hash.
+    Record (`record_with=provider`): files that exist are replayed, misses go to the provider and
+    are written. Recorded token counts are charged again on replay, so costs stay comparable.
+    """
+
+    name = "replay"
+
+    def __init__(self, directory: str | os.PathLike, *, record_with: LLM | None = None):
+        if isinstance(record_with, (ReplayLLM, NoLLM)):
+            raise LLMError("record needs a real provider to record from: use record:DIR:anthropic or record:DIR:openai:URL")
+        super().__init__(record_with.model if record_with else "replay")
+        self.directory = Path(directory)
+        self.inner = record_with
+        if record_with is None and not self.directory.is_dir():
+            raise LLMError(f"replay directory {self.directory} does not exist: record replies first with "
+                           f"--llm record:{self.directory}:<provider spec>")
+        if record_with is not None:
+            self.name = "record"
+            self.directory.mkdir(parents=True, exist_ok=True)
+        self.stats: Counter[str] = Counter()
+
+    def path_for(self, key: str) -> Path:
+        return self.directory / f"{key}.json"
+
+    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None,
+                        stop: list[str] | None = None) -> Completion:
+        key = prompt_key(prompt, system=system, temperature=temperature, stop=stop)
+        path = self.path_for(key)
+        if path.is_file():
+            self.stats["hits"] += 1
+            return _read_recording(path)
+        self.stats["misses"] += 1
+        if self.inner is None:
+            raise LLMError(f"no recorded LLM reply for prompt {key} in {self.directory}: record it with "
+                           f"--llm record:{self.directory}:<provider spec> (e.g. record:{self.directory}:anthropic)")
+        extra = {"stop": list(stop)} if stop else {}
+        inner = self.inner
+        completion = await inner.gate.call(lambda: inner._complete(prompt, temperature=temperature, max_tokens=max_tokens,
+                                                                    system=system, **extra), inner.describe())
+        record = {"key": key, "prompt": prompt, "system": system, "temperature": temperature, "max_tokens": max_tokens, **extra,
+                  "provider": self.inner.name, "model": self.inner.model, "text": completion.text,
+                  "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens}
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        self.stats["recorded"] += 1
+        return completion
+
+    def limit(self, concurrency: int | None) -> None:
+        """Replayed replies are read at once; the cap is the recorded provider's (its misses)."""
+        if self.inner is not None:
+            self.inner.limit(concurrency)
+
+    async def aclose(self) -> None:
+        if self.inner is not None:
+            await self.inner.aclose()
+
+
+def _read_recording(path: Path) -> Completion:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return Completion(str(doc["text"]), int(doc.get("input_tokens", 0)), int(doc.get("output_tokens", 0)))
+    except (ValueError, KeyError, TypeError):
+        raise LLMError(f"recorded reply {path} is malformed (needs a 'text' field): delete it and record again") from None
