@@ -25,10 +25,14 @@ ALLOWED: dict[str, set[str]] = {
     "engine.text": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox"},
     "engine.methods": {"sparql", "endpoints", "cache", "engine.kg", "engine.toolbox", "engine.federation", "engine.text"},
     "engine.config": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.federation"},
-    "engine.harness": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox", "engine.federation",
+    # the session owns a run's shared objects (client, KGs, stores, LLM, embedder, text): above what it opens,
+    # below everything that obtains them from it
+    "engine.session": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox", "engine.federation",
                        "engine.text", "engine.methods", "engine.config"},
+    "engine.harness": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox", "engine.federation",
+                       "engine.text", "engine.methods", "engine.config", "engine.session"},
     "engine.mcp": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox", "engine.federation",
-                   "engine.text", "engine.methods", "engine.config"},
+                   "engine.text", "engine.methods", "engine.config", "engine.session"},
 }
 
 

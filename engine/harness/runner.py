@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..config import CacheOptions, HttpOptions, KGSpec
 
 from ...sparql.errors import KgfedError
+from ..session import Session
 from .datasets import Question, gold_answers, has_gold, read_records
 from .evaluate import (NULL_ANSWER, Prediction, evaluate, prediction_from_record, prediction_record, tog_match,
                        write_predictions)
@@ -118,8 +119,8 @@ def method_class(name: str):
         raise KgfedError(f"cannot load method {name!r} ({exc}): give a registry name or package.module:Class") from None
 
 
-class Runtime:
-    """The shared objects of a run: KGs (with the response cache), LLM, embedder, text source, method.
+class Runtime(Session):
+    """The run harness's session (`kgfed.engine.session.Session`) built from a `RunSpec`, plus its method.
 
     In the LLM-free mode a missing embeddings extra is a one-line error up front, and on a first run
     (an embedding cache with few vectors) the model starts loading in a background thread while the
@@ -128,16 +129,11 @@ class Runtime:
 
     def __init__(self, spec: RunSpec):
         self.spec = spec.resolved()
-        self.kgs: dict[str, Any] = {}
-        self.llm = None
-        self.text = None
-        self._client = None
-        self.embedder = None
+        super().__init__(kgs=self.spec.kg_specs(), http=self.spec.http_options(), cache=self.spec.cache_options(),
+                         llm=self.spec.llm, llm_concurrency=self.spec.llm_concurrency, text=self.spec.text,
+                         embeddings=self.spec.embeddings_dir or False)
 
     async def __aenter__(self) -> Runtime:
-        from ..config import open_kgs
-        from ..toolbox.llm import make_llm
-
         cls = method_class(self.spec.method)
         if hasattr(cls, "resolve"):  # a misspelt --param fails before any KG, LLM or model is opened
             cls.resolve(self.spec.params)
@@ -147,36 +143,20 @@ class Runtime:
             missing = missing_extra()
             if missing:
                 raise KgfedError(f"{missing} (or choose an LLM with --llm)")
-        self._client = self._http_client()
         try:
-            self.kgs = open_kgs(self.spec.kg_specs(), http=self.spec.http_options(), cache=self.spec.cache_options(),
-                                client=self._client)
-            self.llm = make_llm(self.spec.llm, client=self._client, concurrency=self.spec.llm_concurrency)
-            if hasattr(self.llm, "bind"):  # the gold stand-in runs gold queries over the run's KGs
-                self.llm.bind(self.kgs)
-            self.embedder = self._embedder()
+            self.open()
+            llm = self.llm
+            embedder = self.embedder
             self._preload()
-            self.text = self._text_source()
+            text = self.text
             try:
-                self.method = cls(self.kgs, self.llm, embedder=self.embedder, text=self.text, **self.spec.params)
+                self.method = cls(self.kgs, llm, embedder=embedder, text=text, **self.spec.params)
             except TypeError as exc:
                 raise KgfedError(f"method {self.spec.method!r} rejects its parameters ({exc}): check --param") from None
         except BaseException:
             await self.aclose()
             raise
         return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.aclose()
-
-    def _embedder(self):
-        import importlib.util
-
-        if importlib.util.find_spec("sentence_transformers") is None:
-            return None
-        from ..toolbox.embeddings import Embedder
-
-        return Embedder(self.spec.embeddings_dir if self.spec.embeddings_dir else False)
 
     def _preload(self) -> None:
         """Start loading the embedding model now when the embedding cache is (nearly) empty (a first run).
@@ -185,40 +165,16 @@ class Runtime:
         own start-up happens here instead, with the runtime's (`Embedder.warm`): numpy's import (about
         0.1 s, which otherwise holds up the first questions while their look-ups wait in threads), the
         model id its cache keys are scoped by, and one read of every stored vector."""
-        if self.embedder is None or self.spec.llm != "none" or ":" in self.spec.method:  # custom methods: on first use
+        embedder = self.embedder
+        if embedder is None or self.spec.llm != "none" or ":" in self.spec.method:  # custom methods: on first use
             return
-        cache = self.embedder.cache
+        cache = embedder.cache
         if cache is None or len(cache) < PRELOAD_BELOW:
             from ..toolbox.embeddings import preload
 
-            preload(self.embedder.model_path)
+            preload(embedder.model_path)
         else:
-            self.embedder.warm()  # with numpy imported, the embedder's look-ups run on the loop
-
-    def _text_source(self):
-        if not self.spec.text:
-            return None
-        from ..text.context import open_text_source
-
-        options = self.spec.kg_options
-        return open_text_source(self.spec.text, client=self._client, cache_dir=options["cache_dir"],
-                                cache=not options["no_cache"], offline=options["offline"])
-
-    def _http_client(self):
-        """The run's one HttpClient: every KG, the text source and the LLM share its per-host caps and pauses."""
-        return self.spec.http_options().client()
-
-    async def aclose(self) -> None:
-        from ..config import close_kgs
-
-        for closer in (getattr(self.text, "aclose", None), getattr(self.llm, "aclose", None)):
-            if closer is not None:
-                await closer()
-        if self.embedder is not None:
-            self.embedder.close()
-        await close_kgs(self.kgs)
-        if self._client is not None:  # last: everything above may still have been using it
-            await self._client.aclose()
+            embedder.warm()  # with numpy imported, the embedder's look-ups run on the loop
 
     def topics_for(self, question: Question) -> dict[str, dict[str, str]]:
         """The question's topic entities per KG of the run (by KG name, else by the KG's dialect)."""

@@ -1,0 +1,238 @@
+"""A run's shared objects, opened once and closed once: the session.
+
+Every entry point of kgfed (the `kgfed` commands, the run harness, the MCP server) and library code
+that wants more than one KG obtains the run's shared objects from one `Session` instead of building
+them itself:
+
+    async with Session(kgs=[KGSpec.parse("wikidata=wikidata")], http=HttpOptions(contact="me@example.org"),
+                       cache=CacheOptions(root="/data/kgfed-cache"), llm="none", text="wikipedia") as session:
+        session.kgs["wikidata"]     # the KGs, each over the session's client and response cache
+        session.client              # the one HttpClient: per-host caps, budgets and 429 pauses for the whole run
+        session.text                # the text source (its Wikipedia requests go through the same client)
+        session.llm                 # the LLM provider (an OpenAI-compatible one on the same client)
+        session.embedder            # the sentence embedder over the cache root's vectors (None without the extra)
+        session.store("alignments") # a cache store of the root (`kgfed.cache.root.open_store`), opened once
+
+What it owns, it builds from value objects (`HttpOptions`, `CacheOptions`, `KGSpec`, an LLM spec, a
+text-source spec), so a worker process or a Ray actor rebuilds the same session from the same options.
+Lower layers (`kg`, `federation`, `text`, `methods`, `toolbox`) take these objects as arguments and
+build none of them: a ranker, an aligner or a method given no embedder has none.
+
+The HTTP client and the KGs are made when the session opens; the LLM, the embedder, the text source
+and the stores on first use (an MCP server that is never asked a question loads no model and opens no
+Wikipedia client). `aclose` closes each once, in reverse order of need: the text source, the LLM, the
+embedder, the KGs (their response caches), the stores, and the client last, since everything above
+may still have been using it. A client handed in (`client=`, e.g. one over a `MockTransport` in
+tests) is used and left open for its owner.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..sparql.errors import Closed, KgfedError
+from .config import CacheOptions, HttpOptions, KGSpec
+
+if TYPE_CHECKING:
+    from ..cache.root import Store
+    from ..endpoints.client import HttpClient
+    from .config import AlignOptions, KGs
+
+__all__ = ["Session"]
+
+
+class Session:
+    """The shared objects of one run: HTTP client, KGs, cache stores, LLM, embedder, text source.
+
+    `kgs`: the run's KGs (more with `add_kg`); `http`/`cache`: how it talks HTTP and caches; `llm`: an
+    LLM spec (`toolbox.llm.make_llm`) with `llm_concurrency` calls in flight for the whole run; `text`:
+    a text-source spec (`wikipedia`, `demo`, `file:PATH`; None: no text source) read in `text_mode`
+    with `maxlag`; `embeddings`: where the embedder keeps its vectors (a directory; False: nowhere;
+    None: the cache root's `embeddings` store, none with the cache off); `client`: an `HttpClient` to
+    use instead of building one (not closed by the session).
+    """
+
+    def __init__(self, *, kgs: Sequence[KGSpec] = (), http: HttpOptions = HttpOptions(),
+                 cache: CacheOptions = CacheOptions(), llm: str = "none", llm_concurrency: int | None = None,
+                 text: str | None = None, text_mode: str = "extracts", maxlag: int | None = 5,
+                 embeddings: str | bool | None = None, client: HttpClient | None = None):
+        self.kg_specs = tuple(kgs)
+        self.http = http
+        self.cache = cache
+        self.llm_spec = llm
+        self.llm_concurrency = llm_concurrency
+        self.text_spec = text
+        self.text_mode = text_mode
+        self.maxlag = maxlag
+        self.embeddings = embeddings
+        self._given_client = client
+        self._client: HttpClient | None = client
+        self.kgs: KGs | dict[str, Any] = {}
+        self._llm: Any = None
+        self._embedder: Any = None
+        self._embedder_made = False
+        self._text: Any = None
+        self._stores: dict[str, Store] = {}
+        self._opened = False
+        self._closed = False
+
+    # -- lifetime ------------------------------------------------------------------------------------
+    def open(self) -> Session:
+        """Build the client and open the KGs (no request is sent: sessions and stores open lazily)."""
+        if self._closed:
+            raise Closed("this session is closed: open a new one")
+        if self._opened:
+            return self
+        from .config import open_kgs
+
+        self._opened = True
+        if self._client is None:
+            self._client = self.http.client()
+        try:
+            self.kgs = open_kgs(list(self.kg_specs), http=self.http, cache=self.cache, client=self._client)
+        except BaseException:
+            self._close_client_soon()
+            raise
+        return self
+
+    async def __aenter__(self) -> Session:
+        return self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close everything the session opened, once (idempotent); the client last."""
+        if self._closed:
+            return
+        self._closed = True
+        from .config import close_kgs
+
+        try:
+            for closer in (getattr(self._text, "aclose", None), getattr(self._llm, "aclose", None)):
+                if closer is not None:
+                    await closer()
+            if self._embedder is not None:
+                self._embedder.close()
+            await close_kgs(self.kgs)
+        finally:
+            stores, self._stores = list(self._stores.values()), {}
+            for store in stores:
+                store.close()
+            if self._client is not None and self._client is not self._given_client:
+                await self._client.aclose()
+
+    def _close_client_soon(self) -> None:
+        client, self._client = self._client, self._given_client
+        if client is None or client is self._given_client:
+            return
+        try:
+            asyncio.get_running_loop().create_task(client.aclose())
+        except RuntimeError:
+            asyncio.run(client.aclose())
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise Closed("this session is closed: open a new one")
+        if not self._opened:
+            self.open()
+
+    # -- what it owns --------------------------------------------------------------------------------
+    @property
+    def client(self) -> HttpClient:
+        """The run's one `HttpClient` (every KG, the text source and an HTTP LLM share it)."""
+        self._check_open()
+        assert self._client is not None
+        return self._client
+
+    def add_kg(self, spec: KGSpec):
+        """Open one more KG over the session's client and cache (closed with the session)."""
+        from .config import open_kg
+
+        self._check_open()
+        if spec.name in self.kgs:
+            raise KgfedError(f"KG named twice ({spec.name}): give each KG once")
+        kg = open_kg(spec, http=self.http, cache=self.cache, client=self.client)
+        self.kgs[spec.name] = kg
+        return kg
+
+    def store(self, kind: str) -> Store:
+        """The cache root's store of `kind` (`responses`, `alignments`, `text`, `embeddings`, ...), opened once."""
+        self._check_open()
+        if not self.cache.enabled:
+            raise KgfedError(f"the {kind} store was asked for with the cache off: leave out --no-cache")
+        if kind not in self._stores:
+            from ..cache.root import open_store
+
+            self._stores[kind] = open_store(self.cache.root, kind)
+        return self._stores[kind]
+
+    @property
+    def llm(self) -> Any:
+        """The run's LLM provider (`make_llm(llm)`; an HTTP one on the session's client), made on first use.
+        A provider that answers from gold queries (`--llm gold`) is bound to the session's KGs."""
+        self._check_open()
+        if self._llm is None:
+            from .toolbox.llm import make_llm
+
+            self._llm = make_llm(self.llm_spec, client=self.client, concurrency=self.llm_concurrency)
+            if hasattr(self._llm, "bind"):  # the gold stand-in runs gold queries over the run's KGs
+                self._llm.bind(self.kgs)
+        return self._llm
+
+    @property
+    def embedder(self) -> Any:
+        """The run's sentence embedder over the cache root's vectors, made on first use (cheap: the model loads
+        on its first encode); None when the embeddings extra is not installed."""
+        self._check_open()
+        if not self._embedder_made:
+            import importlib.util
+
+            self._embedder_made = True
+            if importlib.util.find_spec("sentence_transformers") is not None:
+                from .toolbox.embeddings import Embedder
+
+                self._embedder = Embedder(self._embeddings_location())
+        return self._embedder
+
+    @embedder.setter
+    def embedder(self, value: Any) -> None:  # a caller's own embedder (tests; a library user's model): closed with the session
+        self._embedder, self._embedder_made = value, True
+
+    def _embeddings_location(self) -> str | bool:
+        if self.embeddings is not None:
+            return self.embeddings
+        if not self.cache.enabled:
+            return False
+        from ..cache.root import CacheSpec
+
+        return str(CacheSpec.of(self.cache.root).directory("embeddings"))
+
+    @property
+    def text(self) -> Any:
+        """The run's text source (`text` spec; None when the session has none), opened on first use."""
+        self._check_open()
+        if self._text is None and self.text_spec:
+            from .text.context import open_text_source
+
+            self._text = open_text_source(self.text_spec, client=self.client, cache_dir=self.cache.root,
+                                          cache=self.cache.enabled, offline=self.cache.offline, mode=self.text_mode,
+                                          maxlag=self.maxlag)
+        return self._text
+
+    def aligner(self, options: AlignOptions, methods: Sequence[str] | None = None):
+        """An `Aligner` over the session's KGs with `options` (`methods` overriding theirs), given the
+        session's embedder when SBERT is among its methods."""
+        from .federation.align import AlignmentCache, Aligner
+
+        self._check_open()
+        names = list(methods) if methods else options.method_names()
+        cache = AlignmentCache(store=self.store("alignments")) if self.cache.enabled else None
+        return Aligner(self.kgs, methods=names, threshold=options.threshold, margin=options.margin, cache=cache,
+                       embedder=self.embedder if "sbert" in names else None)
+
+    def describe(self) -> Mapping[str, Any]:
+        """What the session holds, for logs and tests (no secrets: names and flags only)."""
+        return {"kgs": list(self.kgs), "llm": self.llm_spec, "text": self.text_spec,
+                "cache": self.cache.root if self.cache.enabled else None, "closed": self._closed}
