@@ -1,21 +1,25 @@
 """One cache root: where every kgfed store lives, and the small key-value protocol they share.
 
-kgfed keeps four stores: `responses` (SPARQL answers, `cache.responses.ResponseCache`), `alignments`
-(per-id alignment outcomes, `engine.align`), `embeddings` (sentence vectors, `engine.embeddings`) and
-`text` (Wikipedia answers, `endpoints.wikipedia.JsonCache`). All of them hang off one root, named by a
-`CacheSpec` (frozen, picklable: it is what a worker process or a Ray actor receives):
+kgfed keeps five stores: `responses` (SPARQL answers, `cache.responses.ResponseCache`), `alignments`
+(per-id alignment outcomes, `cache.alignments.AlignmentCache`), `embeddings` (sentence vectors,
+`cache.vectors.VectorStore`), `text` (Wikipedia answers, `endpoints.wikipedia.JsonCache`) and
+`documents` (the SPARQLWrapper drop-in's raw answers, `cache.documents.DocumentCache`). All of them
+hang off one root, named by a `CacheSpec` (frozen, picklable: it is what a worker process or a Ray
+actor receives):
 
 - a directory (default `$KGFED_CACHE_DIR`, else `~/.cache/kgfed`; this module is the only reader of
   that variable): one diskcache (SQLite) store per kind in `ROOT/responses`, `ROOT/alignments`,
-  `ROOT/embeddings`, `ROOT/wikipedia`. Safe for several processes on one machine.
+  `ROOT/embeddings`, `ROOT/wikipedia`, and the drop-in's SQLite table in `ROOT/sparqlwrapper`
+  (`cache.documents.TableStore`: a primary-key read on the caller's thread). Safe for several
+  processes on one machine.
 - `redis://HOST:PORT/DB` (also `rediss://`, `unix://`): one Redis database shared by every machine
-  of a run, each kind under its own key prefix (`kgfed:responses:KEY`, ...). Sentence vectors stay on
-  each machine's disk (`~/.cache/kgfed/embeddings`): they are recomputed locally, not shared.
+  of a run, each kind under its own key prefix (`kgfed:responses:KEY`, `kgfed:embeddings:KEY`, ...).
 
 `open_store(spec, kind)` hands out a `Store`: `get`, `get_many` (one `MGET` on Redis), `set`,
-`set_many` (one transaction / one MULTI-EXEC pipeline: all or nothing), `delete`, `keys`, `__len__`, `clear`, `flush`, `close`; keys are
-strings, values bytes. Batching and in-process memory are the caller's business (`ResponseCache`
-adds its writer thread on top).
+`set_many` (one transaction / one MULTI-EXEC pipeline: all or nothing), `add_many` (first writer
+wins: each value is stored only where its key is absent, and the value stored is returned), `delete`,
+`keys`, `__len__`, `clear`, `flush`, `close`; keys are strings, values bytes. Batching and in-process
+memory are the caller's business (`ResponseCache` and `DocumentCache` add a writer thread on top).
 
 A store that cannot be used raises `CacheError` (a `KgfedError`: one line naming the directory, the
 reason and the fix, `--cache-dir`/`--no-cache`), never SQLite's or the OS's own exception: a full disk
@@ -65,12 +69,12 @@ def _storage_errors() -> tuple[type[BaseException], ...]:
     return (OSError, sqlite3.Error, diskcache.Timeout)
 
 KINDS: dict[str, str] = {"responses": "responses", "alignments": "alignments", "embeddings": "embeddings",
-                         "text": "wikipedia"}  # kind -> directory name under a disk root
+                         "text": "wikipedia", "documents": "sparqlwrapper"}  # kind -> directory name under a disk root
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 def home_root() -> Path:
-    """`~/.cache/kgfed`: the root when nothing else is said, and where a Redis run keeps its vectors."""
+    """`~/.cache/kgfed`: the root when nothing else is said."""
     return Path.home() / ".cache" / "kgfed"
 
 
@@ -80,7 +84,7 @@ def default_root() -> str:
 
 
 def local_root() -> Path:
-    """The default root if it is a directory, else (a Redis root) `~/.cache/kgfed`: for stores kept per machine."""
+    """The default root if it is a directory, else (a Redis root) `~/.cache/kgfed` (kept for callers of kgfed < 0.3)."""
     spec = CacheSpec.of(None)
     return Path(spec.location) if spec.backend == "disk" else home_root()
 
@@ -113,7 +117,7 @@ class CacheSpec:
         return "redis" if self.location.startswith(REDIS_SCHEMES) else "disk"
 
     def directory(self, kind: str) -> Path:
-        """The disk directory of a kind's store; on a Redis root, the machine-local one (for vectors)."""
+        """The disk directory of a kind's store; on a Redis root, the one it would have under `~/.cache/kgfed`."""
         name = KINDS[_check_kind(kind)]
         if self.backend == "disk":
             root = Path(self.location)
@@ -142,6 +146,7 @@ class Store(Protocol):
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]: ...
     def set(self, key: str, value: bytes) -> None: ...
     def set_many(self, items: Sequence[tuple[str, bytes]]) -> None: ...
+    def add_many(self, items: Sequence[tuple[str, bytes]]) -> list[bytes]: ...
     def delete(self, key: str) -> None: ...
     def keys(self) -> Iterator[str]: ...
     def __len__(self) -> int: ...
@@ -204,6 +209,19 @@ class DiskStore:
         with self.cache.transact():
             for key, value in items:
                 self.cache.set(key, value)
+
+    def add_many(self, items: Sequence[tuple[str, bytes]]) -> list[bytes]:
+        """Store each value whose key is absent, in one transaction; the value stored under each key."""
+        return self._do("write", self._add_transaction, items) if items else []
+
+    def _add_transaction(self, items: Sequence[tuple[str, bytes]]) -> list[bytes]:
+        stored = []
+        with self.cache.transact():
+            for key, value in items:
+                if not self.cache.add(key, value):
+                    value = self.cache.get(key, value)
+                stored.append(value)
+        return stored
 
     def delete(self, key: str) -> None:
         self._do("write", self.cache.delete, key)
@@ -304,6 +322,18 @@ class RedisStore:
                 pipe.set(self.prefix + key, value)
             pipe.execute()
 
+    def add_many(self, items: Sequence[tuple[str, bytes]]) -> list[bytes]:
+        """`SET NX` then `GET` for each item, in one MULTI/EXEC pipeline: the value stored under each key."""
+        return self._do("write", self._add_transaction, items) if items else []
+
+    def _add_transaction(self, items: Sequence[tuple[str, bytes]]) -> list[bytes]:
+        with self.client.pipeline(transaction=True) as pipe:
+            for key, value in items:
+                pipe.set(self.prefix + key, value, nx=True)
+                pipe.get(self.prefix + key)
+            replies = pipe.execute()
+        return [stored if stored is not None else value for (_, value), stored in zip(items, replies[1::2])]
+
     def delete(self, key: str) -> None:
         self._do("delete", self.client.delete, self.prefix + key)
 
@@ -330,13 +360,18 @@ class RedisStore:
 
 
 def open_store(spec: CacheSpec | str | os.PathLike[str] | None, kind: str, **options: Any) -> Store:
-    """The `kind` store (`responses`, `alignments`, `embeddings`, `text`) under `spec`'s root.
+    """The `kind` store (`responses`, `alignments`, `embeddings`, `text`, `documents`) under `spec`'s root.
 
-    `options` go to the disk backend (`size_limit`). On a Redis root, `embeddings` is the machine-local
-    disk store (vectors are not shared between machines).
+    `options` go to the diskcache backend (`size_limit`). On a Redis root every kind is a `RedisStore`
+    (its own key prefix); on a disk root, `documents` is the drop-in's SQLite table
+    (`cache.documents.TableStore`) and every other kind a `DiskStore`.
     """
     spec = CacheSpec.of(spec)
     _check_kind(kind)
-    if spec.backend == "redis" and kind != "embeddings":
+    if spec.backend == "redis":
         return RedisStore(spec.location, kind)
+    if kind == "documents":
+        from .documents import TableStore  # it imports this module
+
+        return TableStore(spec.directory(kind))
     return DiskStore(spec.directory(kind), **options)
