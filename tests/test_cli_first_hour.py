@@ -15,11 +15,12 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 
 import pytest
 
 from kgfed.engine.cli import main
-from kgfed.engine.methods.base import Method, Result
+from kgfed.engine.methods.base import Method, MethodParams, Result
 from kgfed.sparql.errors import KgfedError
 
 from .conftest import CWQ_NT, CWQ_QUESTIONS, ROOT, need
@@ -198,14 +199,20 @@ def test_unknown_method_parameter_is_an_error(capsys):
 
 
 # -- runs and evaluation: exit codes and answers that mean something ----------------------------------------
+@dataclass(frozen=True)
+class FlakyParams(MethodParams):
+    delay: float = 0.0  # --param delay=SECONDS
+
+
 class Flaky(Method):
     """Waits `delay` seconds, then fails on the "…born?" questions and finds nothing for the rest (an empty answer)."""
 
     name = "flaky"
-    PARAMS = {"delay": 0.0}  # --param delay=SECONDS
+    Params = FlakyParams
+    params: FlakyParams
 
     async def _answer(self, question: str, topics) -> Result:
-        await asyncio.sleep(float(self.params.get("delay", 0)))
+        await asyncio.sleep(self.params.delay)
         if question.endswith("born?"):
             raise KgfedError("asked to fail")
         return Result(question, "")

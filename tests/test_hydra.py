@@ -135,9 +135,9 @@ async def test_relevance_pool_embeds_only_the_best_kg_paths_by_step_score(questi
         with_llm_chosen = await with_llm.relevance_candidates(q.text, graph, paths, topics)
         assert len(with_llm_chosen) == FUZZY_POOL * 5 < len(paths)
         assert with_llm_chosen == await pool_20.relevance_candidates(q.text, graph, paths, topics)
-        assert by_w1.p["relevance_pool"] is None
+        assert by_w1.params.relevance_pool is None
         assert await by_w1.relevance_candidates(q.text, graph, [*paths, text], topics) == kept
-        assert LLM_FREE_POOL == 80 and HydraRAG(kgs, NoLLM()).p["w1"] == 100 and len(paths) > 80, len(paths)
+        assert LLM_FREE_POOL == 80 and HydraRAG(kgs, NoLLM()).params.w1 == 100 and len(paths) > 80, len(paths)
         by_default, pool_80 = HydraRAG(kgs, NoLLM()), HydraRAG(kgs, NoLLM(), relevance_pool=80)
         chosen = await by_default.relevance_candidates(q.text, graph, paths, topics)
         assert len(chosen) == 80 and chosen == await pool_80.relevance_candidates(q.text, graph, paths, topics)
@@ -151,7 +151,7 @@ async def test_bad_web_provider_and_params():
             HydraRAG(kgs, NoLLM(), web="google")
         with pytest.raises(KgfedError, match="unknown hydra parameter"):
             HydraRAG(kgs, NoLLM(), beta=1)
-        assert HydraRAG(kgs, NoLLM()).p["w1"] == 100 and get_method("hydra") is HydraRAG
+        assert HydraRAG(kgs, NoLLM()).params.w1 == 100 and get_method("hydra") is HydraRAG
 
 
 # -- recorded replies ------------------------------------------------------------------------------------

@@ -1,5 +1,10 @@
-"""One parameter scheme for every method: declared defaults, aliases to each paper's names, casts, unknown names refused."""
+"""One parameter scheme for every method: a frozen dataclass per method (types, bounds, aliases to each paper's
+names), values cast, unknown names refused, the old dict-like and attribute reads deprecated."""
 from __future__ import annotations
+
+import dataclasses
+import warnings
+from dataclasses import dataclass
 
 import pytest
 
@@ -7,6 +12,7 @@ from kgfed.endpoints.embedded import EmbeddedEndpoint
 from kgfed.engine.kg import KG
 from kgfed.engine.methods import REGISTRY, get_method
 from kgfed.engine.methods.base import Method, Param
+from kgfed.engine.methods.params import MethodParams, param
 from kgfed.engine.toolbox.llm import NoLLM
 from kgfed.sparql.dialects import WIKIDATA
 from kgfed.sparql.errors import KgfedError
@@ -32,8 +38,11 @@ WIDTH_DEPTH = {"tog": ("width", "depth"), "tog2": ("width", "depth"), "pog": ("m
 def test_width_and_depth_reach_each_papers_names(kgs, name):
     method = get_method(name)(kgs, NoLLM(), width=2, depth=4)
     width, depth = WIDTH_DEPTH[name]
-    assert (method.params[width], method.params[depth]) == (2, 4)
-    assert set(method.params) == set(type(method).PARAMS)  # every declared parameter, defaults filled in
+    assert (getattr(method.params, width), getattr(method.params, depth)) == (2, 4)
+    assert type(method.params) is type(method).Params and dataclasses.is_dataclass(method.params)
+    defaults = type(method).Params()  # every declared parameter, defaults filled in
+    assert {k: v for k, v in method.params.as_dict().items() if k not in (width, depth)} == \
+        {k: v for k, v in defaults.as_dict().items() if k not in (width, depth)}
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
@@ -49,16 +58,16 @@ def test_a_misspelt_parameter_is_refused_naming_the_accepted_ones(kgs, name):
 def test_values_from_the_command_line_are_cast_and_checked(kgs, name):
     cls = get_method(name)
     width, _ = WIDTH_DEPTH[name]
-    assert cls.resolve({width: "2"})[width] == 2
+    assert getattr(cls.resolve({width: "2"}), width) == 2
     with pytest.raises(KgfedError, match=f"invalid parameter {width}='two' for {name}: expected int"):
         cls.resolve({width: "two"})
     with pytest.raises(KgfedError, match=f"invalid parameter {width}=2.5 for {name}: expected int"):
         cls.resolve({width: 2.5})
-    alias, target = next(iter(cls.ALIASES.items()), ("width", "width"))
+    alias, target = next(iter(cls.Params.ALIASES.items()), ("width", "width"))
     if alias != target:  # an alias and its paper name given different values
         with pytest.raises(KgfedError, match=f"{alias}=2 and {target}=3 disagree for {name} \\({alias} means {target}\\)"):
             cls.resolve({alias: 2, target: 3})
-        assert cls.resolve({alias: 2, target: 2})[target] == 2
+        assert getattr(cls.resolve({alias: 2, target: 2}), target) == 2
 
 
 def test_casts_of_each_kind():
@@ -77,7 +86,7 @@ def test_casts_of_each_kind():
 
 def test_string_booleans_are_read_as_meant(kgs):
     tog = get_method("tog")(kgs, NoLLM(), exact_prompts="false", stop_sequences="yes")
-    assert (tog.exact_prompts, tog.stop_sequences) == (False, True)  # bool("false") would have been True
+    assert (tog.params.exact_prompts, tog.params.stop_sequences) == (False, True)  # bool("false") would have been True
 
 
 def test_a_method_without_declared_parameters_takes_none(kgs):
@@ -87,32 +96,39 @@ def test_a_method_without_declared_parameters_takes_none(kgs):
         async def _answer(self, question, topics):
             raise AssertionError
 
-    assert Bare(kgs, NoLLM()).params == {}
+    assert Bare(kgs, NoLLM()).params == MethodParams() and MethodParams().as_dict() == {}
     with pytest.raises(KgfedError, match=r"unknown bare parameter\(s\) delay: use some of \(none\)"):
         Bare(kgs, NoLLM(), delay=1)
 
 
 def test_a_parameter_named_like_a_method_attribute_stays_in_params(kgs):
     hydra = get_method("hydra")(kgs, NoLLM(), select_sources=False)
-    assert hydra.params["select_sources"] is False and callable(hydra.select_sources)
+    assert hydra.params.select_sources is False and callable(hydra.select_sources)
+
+
+@dataclass(frozen=True)
+class NearestParams(MethodParams):
+    width: int = param(3, low=1)
+    threshold: float = 0.0
 
 
 class Nearest(Method):
-    """The shape docs/ARCHITECTURE.md gives a new method: PARAMS, the facade, the run's embedder, Result."""
+    """The shape docs/ARCHITECTURE.md gives a new method: its Params, the facade, the run's embedder, Result."""
 
     name = "nearest"
-    PARAMS = {"width": Param(3, low=1), "threshold": 0.0}
+    Params = NearestParams
+    params: NearestParams
 
     async def _answer(self, question, topics):
         from kgfed.engine.methods.base import Result
 
         name, ids = next((n, i) for n, i in topics.items() if i)
         kg, topic = self.kgs[name], sorted(ids)[0]
-        relations = [r for r in await kg.relations(topic, "out") if r.label][: self.width]
+        relations = [r for r in await kg.relations(topic, "out") if r.label][: self.params.width]
         edges = [e for r in relations for e in await kg.neighbors(topic, r.relation) if e.label]
         sims = await self.embedder.similarity(question, [f"{e.relation_label} {e.label}" for e in edges])
         best = max(zip(sims, range(len(edges))))
-        edge = edges[best[1]] if best[0] >= self.params["threshold"] else None
+        edge = edges[best[1]] if best[0] >= self.params.threshold else None
         return Result(question, edge.label if edge else "", [edge.entity] if edge else [], [[edge]] if edge else [])
 
 
@@ -129,3 +145,101 @@ def test_a_new_method_is_one_class_and_runs_through_the_cli(capsys):
     assert answer["path_text"] == ["Q42 -[educated at]-> University of Cambridge"]
     assert main(argv[:-1] + ["threshold=high"]) == 2
     assert "invalid parameter threshold='high' for nearest: expected float" in capsys.readouterr().err
+
+
+# -- the dataclasses themselves ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_each_method_names_a_frozen_dataclass_whose_aliases_reach_its_fields(name):
+    cls = get_method(name)
+    fields = {f.name for f in dataclasses.fields(cls.Params)}
+    assert issubclass(cls.Params, MethodParams) and cls.Params.__dataclass_params__.frozen
+    assert set(cls.Params.ALIASES.values()) <= fields and not set(cls.Params.ALIASES) & fields - {"width", "depth"}
+    params = cls.Params()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        params.max_tokens = 1  # type: ignore[misc]
+    rows = {row["name"]: row for row in cls.Params.describe()}
+    assert list(rows) == [f.name for f in dataclasses.fields(cls.Params)]
+    assert all(rows[target]["aliases"] == [a for a, t in cls.Params.ALIASES.items() if t == target]
+               for target in cls.Params.ALIASES.values())
+
+
+@pytest.mark.parametrize(("name", "given", "message"), [
+    ("tog", {"width": 0}, "invalid parameter width=0 for tog: expected a value ≥ 1"),
+    ("tog", {"pruning": "tfidf"}, "invalid parameter pruning='tfidf' for tog: use one of llm, sbert, bm25"),
+    ("tog2", {"top_k": "0"}, "invalid parameter top_k=0 for tog2: expected a value ≥ 1"),
+    ("pog", {"depth": -1}, "invalid parameter max_depth=-1 for pog: expected a value ≥ 1"),
+    ("pog", {"strategy": "greedy"}, "invalid parameter strategy='greedy' for pog: use one of fuzzy, fuzzy+precise, "
+                                    "fuzzy+branch, fuzzy+branch+precise"),
+    ("hydra", {"rho": [1, 2]}, "invalid parameter rho=[1, 2] for hydra: expected dict"),
+    ("inses", {"tau_sim": -0.5}, "invalid parameter tau_sim=-0.5 for inses: expected a value ≥ 0"),
+    ("proh", {"beam": None}, "invalid parameter beam=None for proh: expected int"),
+    ("proh", {"width": 2, "beam": 3}, "width=2 and beam=3 disagree for proh (width means beam): give one of them"),
+    ("inses", {"depht": 3}, "unknown inses parameter(s) depht: use some of confidence, depth, hop_width, limit, "
+                            "max_iter, max_tokens, max_triples, multi_hop, router, sim_margin, similarity, "
+                            "stop_sequences, tau_sim, top_k, width"),
+])
+def test_bad_values_are_refused_in_one_line(name, given, message):
+    with pytest.raises(KgfedError) as caught:
+        get_method(name).resolve(given)
+    assert str(caught.value) == message
+
+
+def test_values_are_cast_by_the_fields_annotation():
+    pog, hydra = get_method("pog"), get_method("hydra")
+    assert pog.resolve({"align": "p646, sbert"}).align == ("p646", "sbert")  # tuple[str, ...] | None
+    assert pog.resolve({"align": None}).align is None and pog.resolve({"relation_width": "5"}).relation_width == 5
+    assert hydra.resolve({"rho": {"kg": 0.5}}).rho == {"kg": 0.5} and hydra.Params().rho == {"kg": 1.0, "wikipedia": 0.8, "web": 0.7}
+    assert hydra.Params().rho is not hydra.Params().rho  # a mutable default is made per instance
+    web = object()
+    assert hydra.resolve({"web": web}).web is web  # a provider object is taken as given (HydraRAG checks it)
+    assert get_method("tog").resolve({"exploration_temperature": "1"}).exploration_temperature == 1.0
+
+
+def test_no_setattr_in_the_methods():
+    from pathlib import Path
+
+    import kgfed.engine.methods as methods
+
+    found = [p.name for p in Path(methods.__file__).parent.glob("*.py") if "setattr" in p.read_text()]
+    assert found == []
+
+
+# -- the old scheme, deprecated for one release --------------------------------------------------------------
+def test_the_old_reads_still_answer_with_a_deprecation_warning(kgs):
+    tog = get_method("tog")(kgs, NoLLM(), width=2)
+    with pytest.warns(DeprecationWarning, match=r"ToG.width is deprecated: read .params.width"):
+        assert tog.width == 2
+    with pytest.warns(DeprecationWarning, match=r"params\['depth'\] is deprecated"):
+        assert tog.params["depth"] == 3
+    with pytest.warns(DeprecationWarning, match=r"params.get\('(seed|nope)'\) is deprecated"):
+        assert tog.params.get("seed") == 0 and tog.params.get("nope", 7) == 7
+    with pytest.warns(DeprecationWarning, match="ToG.PARAMS is deprecated"):
+        old = get_method("tog").PARAMS
+    assert old["width"] == Param(3, int, 1, (), False) and old["pruning"].choices == ("llm", "sbert", "bm25")
+    with pytest.warns(DeprecationWarning, match="PoG.ALIASES is deprecated"):
+        assert get_method("pog").ALIASES == {"width": "max_width", "depth": "max_depth"}
+    with pytest.warns(DeprecationWarning, match="PoG.p is deprecated"):
+        assert get_method("pog")(kgs, NoLLM(), depth=2).p.max_depth == 2
+    with pytest.raises(AttributeError, match="'ToG' object has no attribute 'widht'"):
+        tog.widht  # noqa: B018
+
+
+def test_a_method_declared_the_old_way_still_runs_with_a_deprecation_warning(kgs):
+    with pytest.warns(DeprecationWarning, match="Old: PARAMS/ALIASES on a method class are deprecated"):
+        class Old(Method):
+            name = "old"
+            PARAMS = {"hops": Param(2, low=1), "threshold": 0.5, "web": Param(None, kind=object), "tags": {"a": 1}}
+            ALIASES = {"depth": "hops"}
+
+            async def _answer(self, question, topics):
+                raise AssertionError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        old = Old(kgs, NoLLM(), depth="3", threshold=1)
+    assert (old.params.hops, old.params.threshold, old.params.web) == (3, 1.0, None)  # type: ignore[attr-defined]
+    assert old.params.tags == {"a": 1} and old.params.tags is not Old(kgs, NoLLM()).params.tags  # type: ignore[attr-defined]
+    with pytest.raises(KgfedError, match="invalid parameter hops=0 for old: expected a value ≥ 1"):
+        Old(kgs, NoLLM(), hops=0)
+    with pytest.raises(KgfedError, match=r"unknown old parameter\(s\) width: use some of depth, hops, tags, threshold, web"):
+        Old(kgs, NoLLM(), width=1)

@@ -144,7 +144,7 @@ async def test_registry_and_bad_params(kg):
         PoG({"freebase": kg}, NoLLM(), beam=3)
     with pytest.raises(KgfedError, match="strategy"):
         PoG({"freebase": kg}, NoLLM(), strategy="greedy")
-    assert PoG({"freebase": kg}, NoLLM(), width=2, depth=1).p["max_width"] == 2
+    assert PoG({"freebase": kg}, NoLLM(), width=2, depth=1).params.max_width == 2
     with pytest.raises(KgfedError, match="disagree"):
         PoG({"freebase": kg}, NoLLM(), depth=1, max_depth=2)
     with pytest.raises(KgfedError, match="no topic entity"):

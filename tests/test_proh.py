@@ -137,4 +137,4 @@ def test_bad_parameters_fail_with_one_line(name, params, message):
 
 def test_string_parameters_from_the_command_line_are_converted():
     method = get_method("inses")({"freebase": object()}, NoLLM(), max_iter="4", router="false", tau_sim="0.85")
-    assert (method.max_iter, method.router, method.tau_sim) == (4, False, 0.85)
+    assert (method.params.max_iter, method.params.router, method.params.tau_sim) == (4, False, 0.85)

@@ -8,13 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.harness.evaluate import read_predictions
-from kgfed.engine.methods.base import Method, Result
+from kgfed.engine.methods.base import Method, MethodParams, Result
 from kgfed.engine.harness.runner import Output, RunSpec, costs_path_for, run, select_questions
 from kgfed.sparql.errors import KgfedError
 
@@ -24,16 +25,23 @@ FB = "http://rdf.freebase.com/ns/"
 HERE = "tests.test_runner"
 
 
+@dataclass(frozen=True)
+class FirstNeighbourParams(MethodParams):
+    delay: float = 0.0  # --param delay=SECONDS
+    fail: bool = False  # --param fail=true
+
+
 class FirstNeighbour(Method):
     """A small real method: the topic's outgoing relation most similar to the question (SBERT), and
     its first named neighbour (smallest id) as the answer."""
 
     name = "first-neighbour"
-    PARAMS = {"delay": 0.0, "fail": False}  # --param delay=SECONDS, fail=true
+    Params = FirstNeighbourParams
+    params: FirstNeighbourParams
 
     async def _answer(self, question: str, topics) -> Result:
-        await asyncio.sleep(float(self.params.get("delay", 0)))
-        if self.params.get("fail"):
+        await asyncio.sleep(self.params.delay)
+        if self.params.fail:
             raise KgfedError("asked to fail")
         kg_name, ids = next(((n, ids) for n, ids in topics.items() if ids), (None, None))
         if kg_name is None:

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import re
 import time
-from abc import ABC, abstractmethod
+import warnings
+from abc import ABC, ABCMeta, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...cache.costs import track
 from ...sparql.errors import KgfedError
 from ..kg.facade import KG
 from ..toolbox.llm import DEFAULT_MAX_TOKENS, ask, llm_ready, prompt_limits
 from ..kg.model import Edge
+from .params import MethodParams, cast_value, legacy_params, param
+
+__all__ = ["Method", "MethodParams", "Param", "Result", "Topics", "UNNAMED", "candidate_spans", "link_topics",
+           "name_topics", "param", "render_path"]
 
 Topics = dict[str, dict[str, str]]  # kg name -> {short id: name}
 UNNAMED = "UnName_Entity"  # ToG's name for an entity without a name (in ToG-compatible output only)
@@ -89,17 +94,13 @@ def render_path(path: Sequence[Edge]) -> str:
     return " ".join(parts)
 
 
-_TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
-
-
 @dataclass(frozen=True)
 class Param:
-    """One declared method parameter: its default, the type a given value is cast to, what it accepts.
+    """One parameter in the old `Method.PARAMS` scheme (deprecated: declare a `MethodParams` dataclass instead).
 
     `kind` is the default's type (int for a None default); `low` the least number accepted (0 unless given;
-    None: any);
-    `choices` the accepted values (empty: any); None is accepted when the default is None or `none` is set.
-    A `Method.PARAMS` entry may be a bare default, which means `Param(default)`.
+    None: any); `choices` the accepted values (empty: any); None is accepted when the default is None or
+    `none` is set. A `PARAMS` entry may be a bare default, which means `Param(default)`.
     """
 
     default: Any
@@ -110,51 +111,9 @@ class Param:
 
     def cast(self, method: str, key: str, value: Any) -> Any:
         """`value` as this parameter's type (strings from the command line included), or a one-line KgfedError."""
-        if value is None and (self.none or self.default is None):
-            return None
         kind = self.kind or (type(self.default) if self.default is not None else int)
-        try:
-            value = _cast(kind, value)
-        except (TypeError, ValueError):
-            raise KgfedError(f"invalid parameter {key}={value!r} for {method}: expected {kind.__name__}") from None
-        if self.low is not None and kind in (int, float) and value < self.low:
-            raise KgfedError(f"invalid parameter {key}={value!r} for {method}: expected a value ≥ {self.low:g}")
-        if self.choices and value not in self.choices:
-            raise KgfedError(f"invalid parameter {key}={value!r} for {method}: use one of {', '.join(map(str, self.choices))}")
-        return value
-
-
-def _cast(kind: type, value: Any) -> Any:
-    if kind is bool:
-        if isinstance(value, bool) or value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-        raise ValueError(value)
-    if kind in (int, float):
-        if isinstance(value, bool):
-            raise TypeError(value)
-        if kind is int and isinstance(value, float):
-            if not value.is_integer():
-                raise ValueError(value)
-            return int(value)
-        return kind(value.strip() if isinstance(value, str) else value)
-    if kind is str:
-        if not isinstance(value, str):
-            raise TypeError(value)
-        return value
-    if kind is tuple:
-        if isinstance(value, str):
-            return tuple(v.strip() for v in value.split(",") if v.strip())
-        if not isinstance(value, (list, tuple)):
-            raise TypeError(value)
-        return tuple(value)
-    if kind is dict:
-        if not isinstance(value, Mapping):
-            raise TypeError(value)
-        return dict(value)
-    return value  # any other kind (a provider object): as given
-
+        return cast_value(method, key, value, kind=kind, none=self.none or self.default is None, low=self.low,
+                          choices=self.choices)
 
 
 async def name_topics(kgs: Mapping[str, Any], topics: Topics) -> Topics:
@@ -168,20 +127,46 @@ async def name_topics(kgs: Mapping[str, Any], topics: Topics) -> Topics:
                 ids[i] = labels[i].label if i in labels and labels[i].label else i
     return topics
 
-class Method(ABC):
+class _MethodType(ABCMeta):
+    """Method's metaclass: only so that the old class-level reads `ToG.PARAMS` / `ToG.ALIASES` still answer."""
+
+    if not TYPE_CHECKING:  # invisible to type checkers: typed code reads `Method.Params`
+        def __getattr__(cls, name: str) -> Any:
+            if name in ("PARAMS", "ALIASES"):
+                warnings.warn(f"{cls.__name__}.{name} is deprecated: read {cls.__name__}.Params (its fields, "
+                              "ALIASES and describe())", DeprecationWarning, stacklevel=2)
+                params = cls.__dict__.get("Params") or cls.Params
+                if name == "ALIASES":
+                    return dict(params.ALIASES)
+                return {s.name: Param(s.default, s.kind, s.bounds.low, s.bounds.choices, s.none)
+                        for s in params.specs().values()}
+            raise AttributeError(f"type object {cls.__name__!r} has no attribute {name!r}")
+
+
+class Method(ABC, metaclass=_MethodType):
     """A KG reasoning method over one or more KGs; subclasses implement `_answer`.
 
-    Parameters are declared once per method: `PARAMS` (name → `Param` or bare default) and `ALIASES`
-    (the CLI's `width`/`depth` → the paper's names). `Method.resolve` casts given values, fills in
-    defaults and rejects unknown names; every parameter is then in `self.params` and, unless the class
-    defines that name itself, an attribute (`self.width`).
+    Parameters are declared once per method, as a frozen dataclass derived from `MethodParams` named by
+    `Params` (fields typed, bounded with `param()`, `ALIASES` for the CLI's `width`/`depth` under the paper's
+    names). `Method.resolve` builds it from given values (cast, checked, unknown names refused) and the
+    method reads `self.params.width`. The old declaration, `PARAMS` (name → `Param` or bare default) and
+    `ALIASES` on the method class, still works with a DeprecationWarning: a `Params` class is made from it.
     """
 
     name = "method"
-    PARAMS: ClassVar[Mapping[str, Any]] = {}
-    ALIASES: ClassVar[Mapping[str, str]] = {}
+    Params: ClassVar[type[MethodParams]] = MethodParams
+    params: MethodParams
     # prompt kind -> (max_tokens cap, stop sequences), used when the `stop_sequences` parameter is on
     LIMITS: ClassVar[Mapping[str, tuple[int, tuple[str, ...]]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared, aliases = cls.__dict__.get("PARAMS"), cls.__dict__.get("ALIASES")
+        if (declared is not None or aliases is not None) and "Params" not in cls.__dict__:
+            warnings.warn(f"{cls.__name__}: PARAMS/ALIASES on a method class are deprecated: declare a frozen "
+                          "dataclass derived from MethodParams and name it Params (docs/ARCHITECTURE.md)",
+                          DeprecationWarning, stacklevel=2)
+            cls.Params = legacy_params(f"{cls.__name__}Params", cls.Params, declared or {}, aliases)
 
     def __init__(self, kgs: Mapping[str, KG] | KG | Sequence[KG], llm, *, embedder=None, text=None, **params: Any):
         if isinstance(kgs, KG):  # one KG: under its own name (its dialect's unless opened with name=)
@@ -197,34 +182,24 @@ class Method(ABC):
         self.embedder = embedder
         self.text = text
         self.params = self.resolve(params)
-        for key, value in self.params.items():
-            if not hasattr(type(self), key):
-                setattr(self, key, value)
 
     @classmethod
-    def resolve(cls, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Every declared parameter: the given ones (aliases renamed, values cast) over the defaults.
+    def resolve(cls, params: Mapping[str, Any]) -> MethodParams:
+        """The method's `Params`: the given values (aliases renamed, values cast) over the defaults.
 
         An unknown name, an alias and its target given different values, or a value of the wrong type
-        is a one-line KgfedError naming what is accepted.
+        or out of bounds is a one-line KgfedError naming what is accepted.
         """
-        given: dict[str, Any] = {}
-        named: dict[str, str] = {}  # target -> the name it was given as
-        for key, value in params.items():
-            target = cls.ALIASES.get(key, key)
-            if target in given and given[target] != value:
-                raise KgfedError(f"{named[target]}={given[target]!r} and {key}={value!r} disagree for {cls.name} "
-                                 f"({key if key != target else named[target]} means {target}): give one of them")
-            given[target], named[target] = value, key
-        unknown = sorted(set(given) - set(cls.PARAMS))
-        if unknown:
-            accepted = sorted(set(cls.PARAMS) | set(cls.ALIASES))
-            raise KgfedError(f"unknown {cls.name} parameter(s) {', '.join(unknown)}: use some of {', '.join(accepted) or '(none)'}")
-        resolved = {}
-        for key, spec in cls.PARAMS.items():
-            spec = spec if isinstance(spec, Param) else Param(spec)
-            resolved[key] = spec.cast(cls.name, key, given[key]) if key in given else spec.default
-        return resolved
+        return cls.Params.resolve(params, method=cls.name)
+
+    if not TYPE_CHECKING:  # the old reads `method.width`: invisible to type checkers, which see `params`
+        def __getattr__(self, name: str) -> Any:
+            params = self.__dict__.get("params")
+            if params is not None and not name.startswith("_") and name in params.specs():
+                warnings.warn(f"{type(self).__name__}.{name} is deprecated: read .params.{name}", DeprecationWarning,
+                              stacklevel=2)
+                return getattr(params, name)
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def llm_ready(self) -> bool:
@@ -233,8 +208,8 @@ class Method(ABC):
 
     def limits(self, kind: str) -> dict[str, Any]:
         """`max_tokens` (and, with the `stop_sequences` parameter, the kind's cap and stops) for one prompt kind."""
-        return prompt_limits(kind, self.LIMITS, enabled=bool(self.params.get("stop_sequences")),
-                             max_tokens=self.params.get("max_tokens", DEFAULT_MAX_TOKENS))
+        return prompt_limits(kind, self.LIMITS, enabled=bool(getattr(self.params, "stop_sequences", False)),
+                             max_tokens=getattr(self.params, "max_tokens", DEFAULT_MAX_TOKENS))
 
     async def ask(self, prompt: str, kind: str, *, temperature: float, system: str | None = None, json_mode: bool = False) -> Any:
         """One LLM call of prompt kind `kind` (`toolbox.llm.ask` with `limits(kind)`): the reply text, or its JSON object."""

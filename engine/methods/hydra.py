@@ -31,8 +31,9 @@ from ..toolbox.prompts import (
     HYDRA_REFINE_PROMPT, HYDRA_SOURCE_SELECT_PROMPT, POG_SUPPLEMENT_PROMPT, QuestionAnalysis, parse_question_analysis,
 )
 from ..toolbox.pruning import score_paths
-from .base import Param, Result, Topics
-from .pog import FUZZY_POOL, POG_LIMITS, ClusteredPath, Graph, PoG, chain_paths, listing, parse_supplement, unique_paths
+from .base import Result, Topics
+from .params import param
+from .pog import FUZZY_POOL, POG_LIMITS, ClusteredPath, Graph, PoG, PoGParams, chain_paths, listing, parse_supplement, unique_paths
 
 ALPHAS = (1 / 3, 1 / 3, 1 / 3)  # the paper's alpha_k = 0.33 each, taken as exactly 1/3 so that sum alpha_k = 1
 # KG candidate paths embedded LLM-free (at most W1): PoG's W1. Over the 538 CWQ questions, cold, it wrote the
@@ -111,6 +112,22 @@ class WebSearch(Protocol):
 _MENTION = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|and|[A-Z][\w'’.-]*))*")
 
 
+@dataclass(frozen=True)
+class HydraParams(PoGParams):
+    """HydraRAG's parameters (paper defaults; PoG's, with W1=100): see `HydraRAG`."""
+
+    w1: int = param(100, low=1, help="paths kept by the fuzzy (SBERT) selection")
+    lambda_sem: float = param(0.7, help="weight of the semantic part of the relevance score")
+    alpha_cross: float = param(0.7, help="weight of relevance against support in the cross-score")
+    alphas: tuple[float, ...] = param(ALPHAS, help="alpha_k per source type")
+    rho: dict[str, float] = param(factory=lambda: dict(RHO), help="reliability per source type")
+    gamma: float = param(0.8, help="support similarity threshold")
+    web: WebSearch | None = param(None, help="a WebSearch provider (Python only)")
+    select_sources: bool = param(True, help="run the agentic source selector when an LLM is present")
+    relevance_pool: int | None = param(None, help="KG candidate paths embedded for the relevance ranking "
+                                       "(0: all; None: 4·W1 with an LLM, LLM-free 80)")
+
+
 class HydraRAG(PoG):
     """HydraRAG over KG (and optional text/web) sources. Params (paper defaults): `max_width` W_max=3,
     `max_depth` D_max=3, `w1`=100, `w2`=20, `lambda_sem`=0.7, `alpha_cross`=0.7, `alphas`=(1/3,1/3,1/3),
@@ -124,13 +141,12 @@ class HydraRAG(PoG):
 
     name = "hydra"
     LIMITS = HYDRA_LIMITS
-    PARAMS = {**PoG.PARAMS, "w1": Param(100, low=1), "w2": Param(20, low=1), "lambda_sem": 0.7, "alpha_cross": 0.7,
-              "alphas": ALPHAS, "rho": dict(RHO), "gamma": 0.8, "web": Param(None, kind=object), "select_sources": True,
-              "relevance_pool": Param(None, none=True)}
+    Params = HydraParams
+    params: HydraParams
 
     def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
-        web = self.p["web"]
+        web = self.params.web
         if web is not None and not isinstance(web, WebSearch):
             raise KgfedError("web= must be a WebSearch provider (an object with name and async search(query, limit))")
 
@@ -140,13 +156,13 @@ class HydraRAG(PoG):
         found = ["kg"] if any(ids for kg, ids in topics.items() if kg in self.kgs) else []
         if self.text is not None:
             found.append("wikipedia")
-        if self.p["web"] is not None:
+        if self.params.web is not None:
             found.append("web")
         return found
 
     async def select_sources(self, question: str, available: list[str], analysis: QuestionAnalysis | None) -> list[str]:
         """The agentic source selector (LLM); LLM-free or on an unusable reply every available source."""
-        if not self.llm_ready or not self.p["select_sources"] or len(available) <= 1:
+        if not self.llm_ready or not self.params.select_sources or len(available) <= 1:
             return list(available)
         names = {"kg": "KG", "wikipedia": "Wiki", "web": "Web"}
         prompt = (HYDRA_SOURCE_SELECT_PROMPT + f"\nQ: {question}\nProvided sources: {', '.join(names[s] for s in available)}\n"
@@ -164,35 +180,35 @@ class HydraRAG(PoG):
         level_score = await self.level_scorer(query, graph, order)
         n = len(order)
         total = (n * (depth - 1), n * depth) if exact else (0, n * depth)
-        paths = chain_paths(graph, list(order), depth, total=total, beam=self.p["w1"], score=level_score,
+        paths = chain_paths(graph, list(order), depth, total=total, beam=self.params.w1, score=level_score,
                             segment=n * depth if n > 1 else depth)
         if not paths and len(order) > 1:  # no path joins every topic: grow from each one
-            paths = [p for t in order for p in chain_paths(graph, [t], depth, beam=self.p["w1"], score=level_score)]
+            paths = [p for t in order for p in chain_paths(graph, [t], depth, beam=self.params.w1, score=level_score)]
         return paths
 
     async def level_scorer(self, query: str, graph: Graph, topics: Iterable[int]) -> Callable[[ClusteredPath], float]:
         """The cross-score's relevance part, cheap per step: λsem · the steps' mean relation-word similarity to
         `query` + λent · Jaccard(topics, Ent(p)). The BiBFS beam grows by it; `relevance_pool` ranks by it."""
         step = await self.step_scorer(query, graph)
-        lam, topics = self.p["lambda_sem"], set(topics)
+        lam, topics = self.params.lambda_sem, set(topics)
         return lambda path: lam * step(path) + (1 - lam) * jaccard(topics, self.entities_of(path))
 
     async def unstructured(self, question: str, graph: Graph, order: Sequence[int], query: str, sources: Sequence[str]) -> list[ClusteredPath]:
         """Top-W_max passages of the topic entities' pages (ranked against the indicator) and web results, as text paths."""
-        width = self.p["max_width"]
+        width = self.params.max_width
         found: list[ClusteredPath] = []
         if "wikipedia" in sources and self.text is not None:
             wiki_kg = next((kg for name, kg in self.kgs.items() if name in graph.merged.kgs and kg.dialect.supports("sitelinks")), None)
             ids = [graph.merged.nodes[t].ids.get(name) for t in order for name in self.kgs
                    if graph.merged.nodes[t].ids.get(name)]
             passages = await retrieve_context(query, ids, text_source=self.text, kg=wiki_kg, top_k=width, embedder=self.embedder)
-            for edge in passage_edges(passages, rho=self.p["rho"]["wikipedia"]):
+            for edge in passage_edges(passages, rho=self.params.rho["wikipedia"]):
                 anchor = next((t for t in order if edge.entity in graph.merged.nodes[t].ids.values()), order[0])
                 found.append(self._text_path(graph, anchor, edge.path_text(), "wikipedia"))
-        if "web" in sources and self.p["web"] is not None:
+        if "web" in sources and self.params.web is not None:
             from ...endpoints.wikipedia import Page
 
-            docs = await self.p["web"].search(question, width)
+            docs = await self.params.web.search(question, width)
             pages = {doc.url or doc.title: Page(doc.title, doc.text, key=doc.url, source="web") for doc in docs}
             for passage in await rank_pages(query, pages, top_k=width, embedder=self.embedder):
                 found.append(self._text_path(graph, order[0], f'{{{passage.title}}} -[web]-> "{passage.text}"', "web"))
@@ -217,7 +233,7 @@ class HydraRAG(PoG):
         return "+".join(kgs) or "kg"
 
     def rho_of(self, path: ClusteredPath) -> float:
-        return self.p["rho"].get("kg" if path.source == "kg" else path.source, self.p["rho"].get("kg", 1.0))
+        return self.params.rho.get("kg" if path.source == "kg" else path.source, self.params.rho.get("kg", 1.0))
 
     @staticmethod
     def entities_of(path: ClusteredPath) -> frozenset:
@@ -232,26 +248,26 @@ class HydraRAG(PoG):
         texts = [self.sbert_text(graph, p) for p in candidates]
         embedder = self.embedder
         sims = await embedder.similarity(query, texts)
-        lam = self.p["lambda_sem"]
+        lam = self.params.lambda_sem
         rel = [lam * s + (1 - lam) * jaccard(topic_nodes, self.entities_of(p)) for s, p in zip(sims, candidates)]
-        top = sorted(range(len(candidates)), key=lambda i: -rel[i])[: self.p["w1"]]
+        top = sorted(range(len(candidates)), key=lambda i: -rel[i])[: self.params.w1]
         pool = [candidates[i] for i in top]
         graph_nodes = frozenset(range(len(graph.merged.nodes)))
         sources = [self.source_of(p) for p in pool]
-        if len(set(sources)) == 1 and self.p["gamma"] <= SELF_SIMILAR:
+        if len(set(sources)) == 1 and self.params.gamma <= SELF_SIMILAR:
             # One source (a single KG, no text): every path's Supp is that source alone, since a unit vector's
             # cosine with itself reaches gamma; the verification texts need no encoding (same scores).
             supports = [1] * len(pool)
         else:
             vectors = await embedder.encode([self.verify_text(graph, p) for p in pool])
-            close = (vectors @ vectors.T) >= self.p["gamma"]
+            close = (vectors @ vectors.T) >= self.params.gamma
             supports = [len({sources[b] for b in close[a].nonzero()[0]}) for a in range(len(pool))]
         scored = []
         for a, i in enumerate(top):
             path = candidates[i]
             score = cross_score(sims[i], topic_nodes, self.entities_of(path), rho=self.rho_of(path),
-                                supporting_sources=supports[a], graph_entities=graph_nodes, lambda_sem=lam, alpha_cross=self.p["alpha_cross"],
-                                alphas=self.p["alphas"], max_width=self.p["max_width"])
+                                supporting_sources=supports[a], graph_entities=graph_nodes, lambda_sem=lam, alpha_cross=self.params.alpha_cross,
+                                alphas=self.params.alphas, max_width=self.params.max_width)
             scored.append((path, score))
         scored.sort(key=lambda ps: -ps[1].cross)
         return scored
@@ -262,9 +278,9 @@ class HydraRAG(PoG):
         (0: all; None: all with an LLM, LLM-free LLM_FREE_POOL but at most W1) best KG paths by the relevance
         score with the path text's similarity replaced by its steps' mean relation-word similarity, the score
         the BiBFS beam grew them by."""
-        pool = self.p["relevance_pool"]
+        pool = self.params.relevance_pool
         if pool is None:  # with an LLM as PoG's `fuzzy_pool`: the FUZZY_POOL·W1 best by the step score
-            pool = FUZZY_POOL * self.p["w1"] if self.llm_ready else min(self.p["w1"], LLM_FREE_POOL)
+            pool = FUZZY_POOL * self.params.w1 if self.llm_ready else min(self.params.w1, LLM_FREE_POOL)
         kg_paths = [i for i, p in enumerate(candidates) if p.source == "kg"]
         if not pool or len(kg_paths) <= pool:
             return candidates
@@ -282,12 +298,12 @@ class HydraRAG(PoG):
     async def prune_evidence(self, question: str, query: str, graph: Graph, candidates: list[ClusteredPath],
                              topic_nodes: Sequence[int], analysis: QuestionAnalysis | None) -> list[tuple[ClusteredPath, CrossScore]]:
         """Algorithm 4: relevance → cross-score top-W2 → the LLM's W_max (LLM-free: the top W_max by cross-score)."""
-        scored = (await self.score(query, graph, unique_paths(candidates), topic_nodes))[: self.p["w2"]]
-        if not self.llm_ready or len(scored) <= self.p["max_width"]:
-            return scored[: self.p["max_width"]]
+        scored = (await self.score(query, graph, unique_paths(candidates), topic_nodes))[: self.params.w2]
+        if not self.llm_ready or len(scored) <= self.params.max_width:
+            return scored[: self.params.max_width]
         texts = [p.text or graph.render(p) for p, _ in scored]
         picked = await score_paths(question, texts, method="llm", llm=self.llm, embedder=self.embedder, query=query,
-                                   analysis=self.context(analysis), width=self.p["max_width"], **self.limits("select"))
+                                   analysis=self.context(analysis), width=self.params.max_width, **self.limits("select"))
         by_text = {t: k for k, t in reversed(list(enumerate(texts)))}
         return [scored[by_text[t]] for t, _ in picked if t in by_text]
 
@@ -303,7 +319,7 @@ class HydraRAG(PoG):
         """LLM-free HydraRAG: every source, paths to D_max, cross-score pruning, embedding answer choice.
 
         Candidates named in the kept text evidence gain its cross-score (cross-source corroboration)."""
-        paths = await self.structured(graph, topic_nodes, self.p["max_depth"], question, exact=False)
+        paths = await self.structured(graph, topic_nodes, self.params.max_depth, question, exact=False)
         paths += await self.unstructured(question, graph, topic_nodes, question, available)
         kept = await self.prune_evidence(question, question, graph, paths, topic_nodes, None)
         kg_ranked = [(p, s.cross) for p, s in kept if p.source == "kg"]
@@ -324,7 +340,7 @@ class HydraRAG(PoG):
         indicator = analysis.indicator or question
         order = self.reorder(graph, topic_nodes, indicator)
         selected = await self.select_sources(question, available, analysis)
-        dmax = self.p["max_depth"]
+        dmax = self.params.max_depth
         history: list[ClusteredPath] = []
         # initial exploration: the selected sources at D_predict
         kept, done = await self._phase(question, question, graph, order, min(analysis.depth, dmax), indicator, selected,
@@ -390,7 +406,7 @@ class HydraRAG(PoG):
             if target is None:
                 continue
             chain = self.reorder(graph, order + [target], cot)
-            found += await self.structured(graph, chain, self.p["max_depth"], cot, exact=False)
+            found += await self.structured(graph, chain, self.params.max_depth, cot, exact=False)
         return found
 
 

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from ..toolbox.llm import PRUNING_TEMPERATURE
 from .base import Method
+from .params import MethodParams, param
 
 # a JSON reply ends at its closing fence (a small local model writes "```json ... ```" and then explains)
 JSON_STOP = ("\n```\n",)
@@ -18,8 +20,20 @@ def numbers(value: Any, count: int) -> list[int]:
     return list(dict.fromkeys(int(x) - 1 for x in found if 1 <= int(x) <= count))
 
 
+@dataclass(frozen=True)
+class HypergraphParams(MethodParams):
+    """The parameters INSES and PRoH share: how a node is expanded and how each reply is capped."""
+
+    hop_width: int | None = param(None, help="relations followed per entity when a node is expanded (None: all)")
+    limit: int | None = param(None, help="neighbours kept per relation when a node is expanded (None: all)")
+    max_tokens: int = param(512, help="reply cap per LLM call")
+    stop_sequences: bool = param(False, help="cap each reply per prompt kind and end JSON replies at their fence")
+
+
 class HypergraphMethod(Method):
     """A method over the hypergraph view of the KGs (`federation.hypergraph`) whose prompts ask for JSON."""
+
+    params: HypergraphParams
 
     async def _ask(self, prompt: str, kind: str, temperature: float = PRUNING_TEMPERATURE, *, json_mode: bool = True) -> Any:
         """One LLM call (`Method.ask`): the reply's JSON object ({} and a parse fallback when it has none), or its

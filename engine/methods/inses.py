@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..federation.hypergraph import Hypergraph, describe, grow
 from ..federation.matching import best_matches, cosine_matrix
@@ -31,7 +31,8 @@ from ..toolbox.prompts import (
     INSES_ANSWER_PROMPT, INSES_EXTRACT_ENTITIES_PROMPT, INSES_NAVIGATION_PROMPT, INSES_RAG_PROMPT, INSES_ROUTER_PROMPT,
 )
 from .base import Result, Topics
-from .hypergraph_method import JSON_STOP, HypergraphMethod, numbers
+from .hypergraph_method import JSON_STOP, HypergraphMethod, HypergraphParams, numbers
+from .params import param
 
 # -- defaults (paper §3.5: six iterations; the rest are not given by the paper and are kgfed's) ----------
 MAX_ITER = 6
@@ -187,6 +188,23 @@ def _label_guard(hg: Hypergraph):
     return unambiguous
 
 
+@dataclass(frozen=True)
+class INSESParams(HypergraphParams):
+    """INSES's parameters (paper 002); `depth` (kgfed ask --depth) means max_iter."""
+
+    ALIASES: ClassVar[Mapping[str, str]] = {"depth": "max_iter"}
+    max_iter: int = param(MAX_ITER, help="navigation iterations")
+    tau_sim: float = param(TAU_SIM, help="similarity threshold of the similarity-enhanced merge")
+    sim_margin: float = param(SIM_MARGIN, help="margin over the second-best match")
+    width: int = param(WIDTH, help="triples kept per step LLM-free")
+    max_triples: int = param(MAX_TRIPLES, help="triples shown to the navigator, pre-ranked by SBERT")
+    router: bool = param(True, help="route single-hop questions to naive RAG first")
+    multi_hop: int = param(MULTI_HOP, help="estimated hops from which a question goes straight to graph search")
+    confidence: float = param(CONFIDENCE, help="RAG answers below it escalate to graph search")
+    top_k: int = param(10, help="passages for naive RAG")
+    similarity: bool = param(True, help="the similarity-enhanced search")
+
+
 class INSES(HypergraphMethod):
     """Intelligent Navigation and Similarity Enhanced Search, with the RAG/INSES router (paper 002).
 
@@ -198,10 +216,8 @@ class INSES(HypergraphMethod):
     """
 
     name = "inses"
-    PARAMS = {"max_iter": MAX_ITER, "tau_sim": TAU_SIM, "sim_margin": SIM_MARGIN, "width": WIDTH,
-              "max_triples": MAX_TRIPLES, "router": True, "multi_hop": MULTI_HOP, "confidence": CONFIDENCE,
-              "top_k": 10, "hop_width": None, "limit": None, "similarity": True, "max_tokens": 512, "stop_sequences": False}
-    ALIASES = {"depth": "max_iter"}
+    Params = INSESParams
+    params: INSESParams
     LIMITS = {"router": (100, JSON_STOP), "rag": (300, JSON_STOP), "entities": (60, ("\n\n",)),
               "navigate": (150, JSON_STOP), "answer": (300, JSON_STOP)}
 
@@ -214,7 +230,7 @@ class INSES(HypergraphMethod):
             multi = multi if isinstance(multi, bool) else str(multi).strip().lower() in {"true", "yes", "1"}
             return {"route": "inses" if multi else "rag", "multi_hop": multi, "by": "llm", "reason": str(reply.get("reason", ""))}
         hops = estimate_hops(question, topics)
-        multi = hops >= self.multi_hop
+        multi = hops >= self.params.multi_hop
         return {"route": "inses" if multi else "rag", "multi_hop": multi, "by": "heuristic", "hops": hops}
 
     async def rag(self, question: str, topics: Topics) -> dict[str, Any]:
@@ -227,7 +243,7 @@ class INSES(HypergraphMethod):
         wiki = next((kg for kg in self.kgs.values() if kg.dialect.supports("sitelinks")), None)
         entities = [e for ids in topics.values() for e in ids]
         passages = await retrieve_context(question, entities, text_source=self.text, kg=wiki if isinstance(wiki, KG) else None,
-                                          top_k=self.top_k, embedder=self.embedder)
+                                          top_k=self.params.top_k, embedder=self.embedder)
         if not passages:
             return {"answer": "", "confidence": 0.0, "passages": 0, "reason": "no passage for the topic entities"}
         if not self.llm_ready:
@@ -244,13 +260,13 @@ class INSES(HypergraphMethod):
     # -- answer -----------------------------------------------------------------------------------------
     async def _answer(self, question: str, topics: Topics) -> Result:
         decision: dict[str, Any] = {"route": "inses", "by": "off"}
-        if self.router:
+        if self.params.router:
             decision = await self.route(question, topics)
             if decision["route"] == "rag":
                 rag = await self.rag(question, topics)
                 decision["rag_confidence"] = rag["confidence"]
                 decision["rag_reason"] = rag.get("reason", "")
-                if rag["answer"] and rag["confidence"] > self.confidence:
+                if rag["answer"] and rag["confidence"] > self.params.confidence:
                     decision["answered_by"] = "rag"
                     return Result(question, rag["answer"], reasoning="naive RAG", extra={"router": decision, "rag": rag})
                 decision["escalated"] = True
@@ -283,11 +299,11 @@ class INSES(HypergraphMethod):
         trace: list[dict[str, Any]] = []
         links: list[dict[str, Any]] = []
         best = float("-inf")
-        for iteration in range(self.max_iter):
+        for iteration in range(self.params.max_iter):
             if not current:
                 break
             visited.update(current)
-            await grow(hg, self.kgs, current, width=self.hop_width, limit=self.limit)
+            await grow(hg, self.kgs, current, width=self.params.hop_width, limit=self.params.limit)
             adjacent = [(e, u) for u in current for e in hg.incident(u, kinds=("binary", "cvt", "statement")) if e not in selected]
             adjacent = list({e: (e, u) for e, u in adjacent}.values())
             step = {"iteration": iteration, "current": [hg.label(u) for u in current], "adjacent": len(adjacent)}
@@ -307,9 +323,9 @@ class INSES(HypergraphMethod):
             if sufficient:
                 break
             similar: list[int] = []
-            if self.similarity:
-                found = await similar_nodes(hg, self.kgs, current, embedder=self.embedder, threshold=self.tau_sim,
-                                            margin=self.sim_margin, exclude=set())
+            if self.params.similarity:
+                found = await similar_nodes(hg, self.kgs, current, embedder=self.embedder, threshold=self.params.tau_sim,
+                                            margin=self.params.sim_margin, exclude=set())
                 for u, (v, score) in found.items():
                     if v not in visited:
                         chain.reach(v, None, u)
@@ -342,8 +358,8 @@ class INSES(HypergraphMethod):
         order = sorted(per_edge, key=lambda k: -per_edge[k])
         step_best = per_edge[order[0]] if order else float("-inf")
         if not self.llm_ready:
-            return [adjacent[k] for k in order[:self.width]], False, step_best
-        shown = order[:self.max_triples]
+            return [adjacent[k] for k in order[:self.params.width]], False, step_best
+        shown = order[:self.params.max_triples]
         prompt = INSES_NAVIGATION_PROMPT.format(
             query=question,
             visited="\n".join(hg.label(v) for v in visited if v not in current) or "none",

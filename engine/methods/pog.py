@@ -18,16 +18,17 @@ lists, bidirectional BFS distances keep only nodes lying on a connecting path of
 
 LLM-free (`llm.available` False): paths of every depth 1..D_max are ranked by SBERT similarity to the
 question (fuzzy selection, top W_max), and the answer is the candidate entity of the best paths whose
-path score, support and name similarity to the question is highest. Parameters: see `PoG.PARAMS`.
+path score, support and name similarity to the question is highest. Parameters: see `PoGParams`.
 """
 from __future__ import annotations
 
 import re
+import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import islice
-from typing import Any
+from typing import Any, ClassVar
 
 from ...cache.costs import charge
 from ...sparql.errors import KgfedError
@@ -40,7 +41,8 @@ from ..toolbox.prompts import (
 from ..toolbox.pruning import POG_STRATEGIES, pog_prune_paths, relation_text, score_paths
 from ..federation.matching import best_matches
 from ..federation.subgraph import MergedGraph, expand
-from .base import Method, Param, Result, Topics
+from .base import Method, Result, Topics
+from .params import MethodParams, param
 
 # per prompt kind with `stop_sequences=true`: (max_tokens cap, stop sequences), for a small local model that
 # otherwise writes the next few-shot "Q: ..." or an explanation up to the token limit (the authors' code sends no stop)
@@ -338,6 +340,26 @@ def parse_supplement(reply: str) -> list[tuple[str, str]]:
 
 
 # -- the method ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PoGParams(MethodParams):
+    """PoG's parameters (paper defaults); `width`/`depth` (kgfed ask --width/--depth) mean max_width/max_depth."""
+
+    ALIASES: ClassVar[Mapping[str, str]] = {"width": "max_width", "depth": "max_depth"}
+    max_width: int = param(3, low=1, help="W_max, paths kept by the beam search")
+    max_depth: int = param(3, low=1, help="D_max, hops of the question subgraph G_q")
+    w1: int = param(80, low=1, help="paths kept by the fuzzy (SBERT) selection")
+    w2: int = param(20, low=1, help="branch-reduced width of the 3-step strategy")
+    strategy: str = param("fuzzy+precise", choices=tuple(POG_STRATEGIES), help="the beam-search pruning strategy")
+    relation_width: int | None = param(None, help="relations followed per entity while building G_q (None: all)")
+    neighbor_limit: int | None = param(None, help="neighbours kept per (entity, relation) (None: all)")
+    align: tuple[str, ...] | None = param(("p646", "label"), help="alignment methods between KGs (add sbert for "
+                                          "embedding alignment); None: no alignment")
+    expand_phase: bool = param(True, help="run node-expand exploration")
+    supplement_phase: bool = param(True, help="run the LLM supplement phase")
+    max_tokens: int = param(256, help="reply cap per LLM call")
+    stop_sequences: bool = param(False, help="cap each reply per prompt kind and end it at the kind's stop sequences")
+
+
 class PoG(Method):
     """Paths-over-Graph. Params (paper defaults): `max_width` W_max=3, `max_depth` D_max=3, `w1`=80 (fuzzy
     selection), `w2`=20 (branch-reduced width of the 3-step strategy), `strategy` one of POG_STRATEGIES
@@ -348,17 +370,14 @@ class PoG(Method):
     `width`/`depth` (kgfed ask --width/--depth) mean max_width/max_depth."""
 
     name = "pog"
-    PARAMS: dict[str, Any] = {
-        "max_width": Param(3, low=1), "max_depth": Param(3, low=1), "w1": Param(80, low=1), "w2": Param(20, low=1),
-        "strategy": Param("fuzzy+precise", choices=tuple(POG_STRATEGIES)), "relation_width": None, "neighbor_limit": None,
-        "align": Param(("p646", "label"), none=True), "expand_phase": True, "supplement_phase": True, "max_tokens": 256,
-        "stop_sequences": False}
-    ALIASES = {"width": "max_width", "depth": "max_depth"}  # kgfed ask/run --width/--depth
+    Params = PoGParams
+    params: PoGParams
     LIMITS = POG_LIMITS
 
     @property
-    def p(self) -> dict[str, Any]:
-        """The parameters by name (`Method.params`)."""
+    def p(self) -> PoGParams:
+        """The parameters (deprecated: read `self.params`)."""
+        warnings.warn("PoG.p is deprecated: read .params (params.max_width)", DeprecationWarning, stacklevel=2)
         return self.params
 
     # -- shared steps (HydraRAG reuses them) --
@@ -367,9 +386,9 @@ class PoG(Method):
         seeds = {kg: list(ids) for kg, ids in topics.items() if kg in self.kgs and ids}
         if not seeds:
             raise KgfedError(f"no topic entity in {', '.join(self.kgs)}: give topic ids (the topics argument of answer(); --topic on the command line) or a question naming an entity")
-        aligner = Aligner(self.kgs, methods=self.p["align"], embedder=self.embedder) if self.p["align"] is not None else None
-        merged = await expand(seeds, self.kgs, hops=self.p["max_depth"], width=self.p["relation_width"],
-                              limit=self.p["neighbor_limit"], aligner=aligner)
+        aligner = Aligner(self.kgs, methods=self.params.align, embedder=self.embedder) if self.params.align is not None else None
+        merged = await expand(seeds, self.kgs, hops=self.params.max_depth, width=self.params.relation_width,
+                              limit=self.params.neighbor_limit, aligner=aligner)
         graph = Graph(merged)
         found = [graph.index(kg, ident) for kg, ids in seeds.items() for ident in ids]
         order = list(dict.fromkeys(i for i in found if i is not None))
@@ -406,10 +425,10 @@ class PoG(Method):
         if self.llm_ready:
             paths = await self.fuzzy_pool(indicator, graph, paths)
         texts = [p.text or graph.render(p) for p in paths]
-        strategy = self.p["strategy"] if self.llm_ready else "fuzzy"
+        strategy = self.params.strategy if self.llm_ready else "fuzzy"
         keep = await pog_prune_paths(question, texts, strategy=strategy, indicator=indicator, analysis=self.context(analysis),
                                      entities=[graph.set_text([a]) for a in anchors], llm=self.llm, embedder=self.embedder,
-                                     width=self.p["max_width"], w1=self.p["w1"], w2=self.p["w2"], max_depth=self.p["max_depth"],
+                                     width=self.params.max_width, w1=self.params.w1, w2=self.params.w2, max_depth=self.params.max_depth,
                                      **self.limits("select"))
         return [paths[i] for i in keep]
 
@@ -420,7 +439,7 @@ class PoG(Method):
         The fuzzy selection (SBERT of the indicator with the full path texts, top W1 for the LLM) then runs on
         at most that many texts: a hub's thousands of candidates are never all encoded. Up to the bound the
         selection is the paper's, so the recorded replies' prompts are unchanged. See docs/methods/pog-hydra.md."""
-        bound = FUZZY_POOL * self.p["w1"]
+        bound = FUZZY_POOL * self.params.w1
         if len(paths) <= bound:
             return paths
         score = await self.step_scorer(query, graph)
@@ -446,8 +465,8 @@ class PoG(Method):
         """
         if not paths:
             return []
-        if score is not None and len(paths) > self.p["w1"]:
-            paths = sorted(paths, key=lambda p: -score(p))[: self.p["w1"]]
+        if score is not None and len(paths) > self.params.w1:
+            paths = sorted(paths, key=lambda p: -score(p))[: self.params.w1]
         texts = [self.sbert_text(graph, p) for p in paths]
         scored = await score_paths(query, texts, method="sbert", embedder=self.embedder, width=None)
         by_text: dict[str, list[int]] = defaultdict(list)
@@ -474,7 +493,7 @@ class PoG(Method):
         topics = set(topic_nodes)
         score: dict[int, float] = defaultdict(float)
         best_path: dict[int, tuple[float, ClusteredPath]] = {}
-        for rank, (path, s) in enumerate(ranked[: self.p["max_width"]]):
+        for rank, (path, s) in enumerate(ranked[: self.params.max_width]):
             for k in path.candidates()[:1]:
                 members = [i for i in path.sets[k] if i not in topics and graph.named(i)]
                 if not members:
@@ -557,7 +576,7 @@ class PoG(Method):
 
     async def _answer_free(self, question: str, graph: Graph, topic_nodes: list[int]) -> Result:
         """LLM-free PoG: topic-entity paths of every depth (node-expand paths when none connect), SBERT-ranked."""
-        dmax, beam = self.p["max_depth"], self.p["w1"]
+        dmax, beam = self.params.max_depth, self.params.w1
         score = await self.step_scorer(question, graph)
         paths = chain_paths(graph, topic_nodes, dmax, beam=beam, score=score)
         phase = "topic"
@@ -567,7 +586,7 @@ class PoG(Method):
                      for p in tree_paths(graph, t, dmax, exclude=set(topic_nodes) - {t}, beam=beam, score=score)]
         ranked = await self.rank(question, graph, paths, score)
         order, best, scores = await self.choose_answer(question, graph, ranked, topic_nodes)
-        kept = [p for p, _ in ranked[: self.p["max_width"]]]
+        kept = [p for p, _ in ranked[: self.params.max_width]]
         if best is not None and best not in kept:
             kept = [best] + kept[:-1]
         answer = graph.name(order[0]) if order else ""
@@ -575,7 +594,7 @@ class PoG(Method):
                            llm_free=True, graph_nodes=len(graph.merged.nodes), graph_edges=len(graph.merged.edges))
 
     async def _answer_llm(self, question: str, graph: Graph, topic_nodes: list[int]) -> Result:
-        dmax = self.p["max_depth"]
+        dmax = self.params.max_depth
         analysis = await self.analyse(question, graph, topic_nodes)
         indicator = analysis.indicator or question
         order = self.reorder(graph, topic_nodes, indicator)
@@ -586,7 +605,7 @@ class PoG(Method):
         depth = min(analysis.depth, dmax)
         topic_kept: list[ClusteredPath] = []
         while depth <= dmax:
-            paths = chain_paths(graph, order, depth, total=(n * (depth - 1), n * depth), beam=self.p["w1"], score=score,
+            paths = chain_paths(graph, order, depth, total=(n * (depth - 1), n * depth), beam=self.params.w1, score=score,
                                 segment=n * depth if n > 1 else depth)
             topic_kept = await self.prune(question, graph, paths, indicator, analysis, order)
             if topic_kept:
@@ -597,7 +616,7 @@ class PoG(Method):
         explored += topic_kept
         # phase 2: LLM supplement paths through predicted entities
         supplement_kept: list[ClusteredPath] = []
-        if self.p["supplement_phase"]:
+        if self.params.supplement_phase:
             supplement_kept = await self._supplement(question, graph, order, topic_kept, analysis)
             if supplement_kept:
                 ok, answer, summary = await self.summarize_and_check(question, graph, supplement_kept, analysis)
@@ -605,7 +624,7 @@ class PoG(Method):
                     return self._done(question, graph, answer, supplement_kept, "supplement", analysis, summary)
             explored += supplement_kept
         # phase 3: node expansion, one hop beyond the current paths per round
-        if self.p["expand_phase"]:
+        if self.params.expand_phase:
             current = explored or [p for t in order for p in tree_paths(graph, t, 1)]
             current = await self._shortlist(indicator, graph, current, score)
             current = await self.prune(question, graph, current, indicator, analysis, order)
@@ -645,7 +664,7 @@ class PoG(Method):
         if not predictions:
             return []
         found: list[ClusteredPath] = []
-        dmax = self.p["max_depth"]
+        dmax = self.params.max_depth
         for entity, cot in predictions:
             target = await self.locate(graph, entity, exclude=order)
             if target is None:
@@ -656,7 +675,7 @@ class PoG(Method):
                 paths = await self.fuzzy_pool(cot, graph, paths)
                 texts = [graph.render(p) for p in paths]
                 keep = await pog_prune_paths(question, texts, strategy="fuzzy", indicator=cot, embedder=self.embedder,
-                                             width=self.p["max_width"])
+                                             width=self.params.max_width)
                 found += [paths[i] for i in keep]
         return await self.prune(question, graph, unique_paths(found), analysis.indicator or question, analysis, order)
 
@@ -685,7 +704,7 @@ class PoG(Method):
                     if kg in self.kgs:
                         seeds[kg].append(ident)
             if seeds:
-                more = await expand(dict(seeds), self.kgs, hops=1, width=self.p["relation_width"], limit=self.p["neighbor_limit"],
+                more = await expand(dict(seeds), self.kgs, hops=1, width=self.params.relation_width, limit=self.params.neighbor_limit,
                                     aligner=Aligner(self.kgs, methods=()))
                 _graft(graph, more)
         return [q for p in paths for q in extend_path(graph, p)]

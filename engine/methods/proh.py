@@ -26,7 +26,7 @@ import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..federation.hypergraph import Hypergraph, describe, grow
 from ..toolbox.llm import ANSWER_TEMPERATURE, EXPLORATION_TEMPERATURE
@@ -35,7 +35,8 @@ from ..toolbox.prompts import (
     PROH_SCORE_PROMPT, PROH_STEP_PROMPT,
 )
 from .base import Result, Topics
-from .hypergraph_method import JSON_STOP, HypergraphMethod, numbers
+from .hypergraph_method import JSON_STOP, HypergraphMethod, HypergraphParams, numbers
+from .params import param
 
 # -- defaults: appendix C for PRoH (d_p=3, d_max=3, n0=2, K=2); the paper gives no b or thresholds ------
 PLAN_DEPTH, MAX_DEPTH, INITIAL_PLANS, SOLUTIONS = 3, 3, 2, 2
@@ -117,6 +118,24 @@ class Dag:
                 "answers": {k: a for k, (a, _, _) in self.answers.items()}}
 
 
+@dataclass(frozen=True)
+class PRoHParams(HypergraphParams):
+    """PRoH's parameters (appendix C: d_p=3, d_max=3, n0=2, K=2; the paper gives no b or thresholds)."""
+
+    ALIASES: ClassVar[Mapping[str, str]] = {"width": "beam", "depth": "max_depth"}
+    plan_depth: int = param(PLAN_DEPTH, help="d_p, levels of the plan context graph")
+    max_depth: int = param(MAX_DEPTH, help="d_max, hops of the question subgraph")
+    initial_plans: int = param(INITIAL_PLANS, help="n0, plans asked of the LLM")
+    solutions: int = param(SOLUTIONS, help="K, completed DAGs sought")
+    beam: int = param(BEAM, help="b, beam width of the hyperedge search")
+    theta_emb: float = param(THETA_EMB, help="SE threshold of the entity weight")
+    theta_e: float = param(THETA_E, help="similarity threshold of the target hyperedges")
+    targets: int = param(TARGETS, help="target hyperedges")
+    alpha: float = param(ALPHA, help="Combine = alpha·max + (1−alpha)·mean")
+    max_states: int = param(MAX_STATES, help="states of the DAG search")
+    max_answers: int = param(MAX_ANSWERS, help="answers per sub-question")
+
+
 class PRoH(HypergraphMethod):
     """Dynamic planning and reasoning over knowledge hypergraphs (paper 004).
 
@@ -127,11 +146,8 @@ class PRoH(HypergraphMethod):
     """
 
     name = "proh"
-    PARAMS = {"plan_depth": PLAN_DEPTH, "max_depth": MAX_DEPTH, "initial_plans": INITIAL_PLANS, "solutions": SOLUTIONS,
-              "beam": BEAM, "theta_emb": THETA_EMB, "theta_e": THETA_E, "targets": TARGETS, "alpha": ALPHA,
-              "max_states": MAX_STATES, "max_answers": MAX_ANSWERS, "hop_width": None, "limit": None,
-              "max_tokens": 512, "stop_sequences": False}
-    ALIASES = {"width": "beam", "depth": "max_depth"}
+    Params = PRoHParams
+    params: PRoHParams
     LIMITS = {"score": (150, JSON_STOP), "plan": (250, JSON_STOP), "directions": (80, JSON_STOP), "paths": (80, JSON_STOP),
               "step": (120, JSON_STOP), "refine": (200, JSON_STOP), "final": (300, JSON_STOP), "judge": (60, JSON_STOP)}
 
@@ -141,7 +157,7 @@ class PRoH(HypergraphMethod):
             from ..federation.align import Aligner
 
             aligner = Aligner(self.kgs, embedder=self.embedder)  # the run's embedder for the SBERT rule
-        await grow(hg, self.kgs, nodes, width=self.hop_width, limit=self.limit, aligner=aligner)
+        await grow(hg, self.kgs, nodes, width=self.params.hop_width, limit=self.params.limit, aligner=aligner)
 
     # -- anchoring (§4.2) ---------------------------------------------------------------------------------
     async def anchor(self, question: str, hg: Hypergraph, seeds: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -152,8 +168,8 @@ class PRoH(HypergraphMethod):
         edges = list(dict.fromkeys(e for n in topics for e in hg.incident(n)))
         pool = [e for e in range(len(hg.edges)) if hg.edges[e].kind != "synonym"]
         sims = await self.embedder.similarity(question, [hg.edges[e].name for e in pool]) if pool else []
-        ranked = sorted((s, e) for s, e in zip(sims, pool) if s >= self.theta_e)[::-1]
-        return topics, list(dict.fromkeys(edges + [e for _, e in ranked[:self.targets]]))
+        ranked = sorted((s, e) for s, e in zip(sims, pool) if s >= self.params.theta_e)[::-1]
+        return topics, list(dict.fromkeys(edges + [e for _, e in ranked[:self.params.targets]]))
 
     async def weights(self, question: str, hg: Hypergraph, nodes: Iterable[int]) -> dict[int, float]:
         """EW(v|q) for nodes: SE by embeddings (Eq. 2), then the LLM's score above theta_emb (Eq. 4)."""
@@ -162,7 +178,7 @@ class PRoH(HypergraphMethod):
             return {}
         await describe(hg, self.kgs, nodes)
         se = dict(zip(nodes, await self.embedder.similarity(question, [hg.text(n) for n in nodes])))
-        keep = [n for n in nodes if se[n] >= self.theta_emb]
+        keep = [n for n in nodes if se[n] >= self.params.theta_emb]
         llm: dict[int, float] = {}
         if self.llm_ready and keep:
             reply = await self._ask(PROH_SCORE_PROMPT.format(question=question, entities="\n".join(
@@ -172,22 +188,22 @@ class PRoH(HypergraphMethod):
                     llm[n] = float(reply.get(str(i), 0.0))
                 except (TypeError, ValueError):
                     llm[n] = 0.0
-        return {n: entity_weight(se[n], self.theta_emb, llm.get(n) if self.llm_ready else None) for n in nodes}
+        return {n: entity_weight(se[n], self.params.theta_emb, llm.get(n) if self.llm_ready else None) for n in nodes}
 
     # -- planning (§4.3, Algorithm 1) ------------------------------------------------------------------------
     async def plan_context(self, question: str, hg: Hypergraph, topics: Sequence[int], targets: Sequence[int]) -> str:
         """FormPlanContext: the anchors' hyperedges, then d_p layers of the best SH-scored neighbours."""
         layers = [list(targets)]
         frontier, seen = list(targets), set(targets)
-        for _ in range(self.plan_depth - 1):
+        for _ in range(self.params.plan_depth - 1):
             await self._grow(hg, [n for e in frontier for n in hg.edges[e].nodes])
             cands: dict[int, float] = {}
             pairs = [(e, x) for e in frontier for x in hg.neighbours(e) if x not in seen]
             weights = await self.weights(question, hg, [n for e, x in pairs for n in hg.overlap(e, x)])
             se = {n: w for n, w in weights.items()}
             for e, x in pairs:
-                cands[x] = max(cands.get(x, 0.0), combine((se.get(n, 0.0) for n in hg.overlap(e, x)), self.alpha))
-            frontier = sorted(cands, key=lambda x: -cands[x])[:self.beam * max(1, len(layers[-1]))]
+                cands[x] = max(cands.get(x, 0.0), combine((se.get(n, 0.0) for n in hg.overlap(e, x)), self.params.alpha))
+            frontier = sorted(cands, key=lambda x: -cands[x])[:self.params.beam * max(1, len(layers[-1]))]
             if not frontier:
                 break
             seen.update(frontier)
@@ -201,7 +217,7 @@ class PRoH(HypergraphMethod):
         context = await self.plan_context(question, hg, topics, targets)
         names = ", ".join(hg.label(n) for n in topics)
         dags = []
-        for _ in range(self.initial_plans):
+        for _ in range(self.params.initial_plans):
             reply = await self._ask(PROH_PLAN_PROMPT.format(question=question, topics=names, context=context), "plan", EXPLORATION_TEMPERATURE)
             dags.append(Dag.of(reply, question))
         return dags
@@ -219,7 +235,7 @@ class PRoH(HypergraphMethod):
         frontier = [[e] for e in start]
         explored = list(frontier)
         best: tuple[float, list[int]] | None = None
-        for depth in range(1, self.max_depth + 1):
+        for depth in range(1, self.params.max_depth + 1):
             selected = await self.select_paths(question, hg, explored)
             if selected is not None:
                 if self.llm_ready and selected:
@@ -229,13 +245,13 @@ class PRoH(HypergraphMethod):
                     if best is not None and score <= best[0]:
                         break
                     best = (score, path)
-            if depth == self.max_depth:
+            if depth == self.params.max_depth:
                 break
             await self._grow(hg, [n for p in frontier for n in hg.edges[p[-1]].nodes])
             pairs = [(p, x) for p in frontier for x in hg.neighbours(p[-1]) if x not in p]
             weights = await self.weights(question, hg, [n for p, x in pairs for n in hg.overlap(p[-1], x)])
-            cands = sorted(((ewo(hg.overlap(p[-1], x), weights, self.alpha), p + [x]) for p, x in pairs), key=lambda c: -c[0])
-            cands = [p for _, p in cands[:self.beam * 4]]  # RankSelectDirections
+            cands = sorted(((ewo(hg.overlap(p[-1], x), weights, self.params.alpha), p + [x]) for p, x in pairs), key=lambda c: -c[0])
+            cands = [p for _, p in cands[:self.params.beam * 4]]  # RankSelectDirections
             frontier = await self.directions(question, hg, cands)
             if not frontier:
                 break
@@ -246,16 +262,16 @@ class PRoH(HypergraphMethod):
 
     async def directions(self, question: str, hg: Hypergraph, cands: list[list[int]]) -> list[list[int]]:
         """LLMSelectDirections (LLM-free: the b paths most similar to the sub-question)."""
-        if len(cands) <= self.beam:
+        if len(cands) <= self.params.beam:
             return cands
         if self.llm_ready:
-            reply = await self._ask(PROH_DIRECTIONS_PROMPT.format(b=self.beam, question=question, paths="\n".join(
+            reply = await self._ask(PROH_DIRECTIONS_PROMPT.format(b=self.params.beam, question=question, paths="\n".join(
                 f"{i}. {self.path_text(hg, p)}" for i, p in enumerate(cands, 1))), "directions")
-            chosen = [cands[i] for i in numbers(reply.get("selection", ""), len(cands))][:self.beam]
+            chosen = [cands[i] for i in numbers(reply.get("selection", ""), len(cands))][:self.params.beam]
             if chosen:
                 return chosen
         sims = await self._rank_by_text(question, hg, cands)
-        return [cands[i] for i in sorted(range(len(cands)), key=lambda i: -sims[i])[:self.beam]]
+        return [cands[i] for i in sorted(range(len(cands)), key=lambda i: -sims[i])[:self.params.beam]]
 
     async def select_paths(self, question: str, hg: Hypergraph, explored: list[list[int]]):
         """RankSelectPaths by SP, then LLMSelectPaths (LLM-free: the best path by text similarity, with its score)."""
@@ -263,7 +279,7 @@ class PRoH(HypergraphMethod):
             return None
         nodes = {n for p in explored for e in p for n in hg.edges[e].nodes}
         weights = await self.weights(question, hg, nodes)
-        ranked = sorted(explored, key=lambda p: -path_score((n for e in p for n in hg.edges[e].nodes), weights))[:self.beam * 3]
+        ranked = sorted(explored, key=lambda p: -path_score((n for e in p for n in hg.edges[e].nodes), weights))[:self.params.beam * 3]
         if self.llm_ready:
             reply = await self._ask(PROH_PATHS_PROMPT.format(question=question, paths="\n".join(
                 f"{i}. {self.path_text(hg, p)}" for i, p in enumerate(ranked, 1))), "paths")
@@ -285,14 +301,14 @@ class PRoH(HypergraphMethod):
                 reply = await self._ask(PROH_STEP_PROMPT.format(question=question, context=context), "step", ANSWER_TEMPERATURE)
                 names = [str(a).strip() for a in reply.get("answers") or [] if str(a).strip()]
                 by_label = {hg.label(n).lower(): n for e in path for n in hg.edges[e].nodes}
-                out += [(a, by_label.get(a.lower(), -1), path) for a in names[:self.max_answers]]
+                out += [(a, by_label.get(a.lower(), -1), path) for a in names[:self.params.max_answers]]
             else:
                 se = dict(zip(candidates, await self.embedder.similarity(question, [hg.text(n) for n in candidates]))) if candidates else {}
-                out += [(hg.label(n), n, path) for n in sorted(candidates, key=lambda n: -se[n])[:self.max_answers]]
+                out += [(hg.label(n), n, path) for n in sorted(candidates, key=lambda n: -se[n])[:self.params.max_answers]]
         unique = {}
         for a in out:
             unique.setdefault(a[0].lower(), a)
-        return list(unique.values())[:self.max_answers]
+        return list(unique.values())[:self.params.max_answers]
 
     # -- reasoning (§4.4, Algorithm 2) and final answer (§4.6) ----------------------------------------------
     async def reason(self, question: str, hg: Hypergraph, seeds: Sequence[int], dags: Sequence[Dag]) -> tuple[list[Dag], int]:
@@ -300,7 +316,7 @@ class PRoH(HypergraphMethod):
         stack = [(dag, 0) for dag in reversed(dags)]
         done: list[Dag] = []
         visited = 0
-        while stack and len(done) < self.solutions and visited < self.max_states:
+        while stack and len(done) < self.params.solutions and visited < self.params.max_states:
             dag, level = stack.pop()
             visited += 1
             levels = dag.levels()
@@ -314,7 +330,7 @@ class PRoH(HypergraphMethod):
             if not all(found):
                 continue
             successors = []
-            for combo in itertools.islice(itertools.product(*found), self.max_answers * 2):
+            for combo in itertools.islice(itertools.product(*found), self.params.max_answers * 2):
                 new = dag.copy()
                 for qid, ap in combo:
                     new.answers[qid] = ap
@@ -344,7 +360,7 @@ class PRoH(HypergraphMethod):
         dags = await self.plans(question, hg, topic_nodes, targets)
         done, states = await self.reason(question, hg, seeds, dags)
         extra = {"plans": [d.to_json() for d in dags], "dags": [d.to_json() for d in done], "states": states,
-                 "target_hyperedges": [hg.edges[e].name for e in targets[-self.targets:]]}
+                 "target_hyperedges": [hg.edges[e].name for e in targets[-self.params.targets:]]}
         if not done:
             return Result(question, "", reasoning="no reasoning DAG completed", extra=extra)
         paths = [self.edges_of(hg, seeds, ap) for d in done for ap in d.answers.values()]

@@ -52,7 +52,8 @@ from ..toolbox.pruning import METHODS, relation_text, score_entities, score_rela
 from ..toolbox.prompts import (
     TOG_SYSTEM, extract_answer, parse_sufficient, tog_answer_prompt, tog_evaluate_prompt, tog_generate_directly_prompt,
 )
-from .base import UNNAMED, Method, Param, Result, Topics, render_path
+from .base import UNNAMED, Method, Result, Topics, render_path
+from .params import MethodParams, param
 
 # per prompt kind with `stop_sequences` (a small local model's replies; ToG's own code sends no stop)
 TOG_LIMITS = {"relations": (120, ("\nQ:",)), "entities": (80, ("\nQ:",)), "evaluate": (120, ("\nQ:",)),
@@ -163,15 +164,33 @@ class _Tap:
         return reply
 
 
+@dataclass(frozen=True)
+class ToGParams(MethodParams):
+    """ToG's parameters (see the module docstring); `--width`/`--depth` are ToG's own names."""
+
+    width: int = param(3, low=1, help="beam width W")
+    depth: int = param(3, low=1, help="maximum depth D")
+    pruning: str = param("llm", choices=tuple(METHODS), help="relation/entity scoring (llm falls back to sbert "
+                         "without an available LLM)")
+    max_candidates: int = param(20, help="neighbours from which ToG samples `retain` before LLM entity scoring")
+    retain: int = param(5, help="neighbours sampled (seeded per question)")
+    exploration_temperature: float = param(EXPLORATION_TEMPERATURE, help="temperature of the pruning calls")
+    reasoning_temperature: float = param(ANSWER_TEMPERATURE, help="temperature of the evaluation and answer calls")
+    max_tokens: int = param(DEFAULT_MAX_TOKENS, help="reply cap per LLM call")
+    exact_prompts: bool = param(True, help="ToG's prompt strings byte for byte (quirks included)")
+    stop_sequences: bool = param(False, help="end every reply at \"\\nQ:\" and cap it per prompt kind (small local models)")
+    seed: int = param(0, help="seeds ToG's neighbour sampling")
+    agreement: float = param(0.1, help="LLM-free answer choice: added per further topic entity reaching the entity")
+    hop_penalty: float = param(0.03, help="LLM-free answer choice: subtracted per extra hop")
+
+
 class ToG(Method):
     """Think-on-Graph beam search (width 3, depth 3 by default) over every KG in `kgs`."""
 
     name = "tog"
 
-    PARAMS = {"width": Param(3, low=1), "depth": Param(3, low=1), "pruning": Param("llm", choices=tuple(METHODS)),
-              "max_candidates": 20, "retain": 5, "exploration_temperature": EXPLORATION_TEMPERATURE,
-              "reasoning_temperature": ANSWER_TEMPERATURE, "max_tokens": DEFAULT_MAX_TOKENS, "exact_prompts": True,
-              "stop_sequences": False, "seed": 0, "agreement": 0.1, "hop_penalty": 0.03}
+    Params = ToGParams
+    params: ToGParams
     LIMITS = TOG_LIMITS
 
     # -- the search --------------------------------------------------------------------------------
@@ -197,7 +216,7 @@ class ToG(Method):
         trace = Trace()
         beam = self.start(topics)
         reply = ""
-        for depth in range(1, self.depth + 1):
+        for depth in range(1, self.params.depth + 1):
             if not beam:
                 break
             hops = await self.relation_step(question, beam, trace)
@@ -211,12 +230,12 @@ class ToG(Method):
             beam = [c for c in kept if c.expandable]
             if self.llm_ready:
                 reply = await self._ask(tog_evaluate_prompt(question, trace.triples(), wiki=self._wiki(kept),
-                                                            exact=self.exact_prompts))
+                                                            exact=self.params.exact_prompts))
                 if parse_sufficient(reply):
                     trace.stop = f"sufficient at depth {depth}"
                     return self._result(question, reply, trace)
         else:
-            trace.stop = trace.stop or f"depth {self.depth} reached"
+            trace.stop = trace.stop or f"depth {self.params.depth} reached"
         return await self.conclude(question, trace)
 
     def _wiki(self, chains: Iterable[Chain]) -> bool:
@@ -239,7 +258,7 @@ class ToG(Method):
         the LLM scores them (its replies take seconds: ToG's calls overlap), else one after another.
         SBERT/BM25 scoring is CPU work, which the questions in flight already overlap; a task per chain
         only added loop turns (LLM-free ToG on 538 CWQ questions: same answers, faster cold and warm)."""
-        if self.pruning == "llm" and self.llm_ready:
+        if self.params.pruning == "llm" and self.llm_ready:
             return await _together([score(*args) for args in calls])
         return [await score(*args) for args in calls]
 
@@ -260,11 +279,11 @@ class ToG(Method):
     async def score_relation_names(self, question: str, chain: Chain, names: list[str], trace: Trace) -> list[tuple[str, float]]:
         """ToG's relation pruning of one chain's relations (LLM, falling back to SBERT on an unusable reply)."""
         wiki = _is_wiki(self.kgs[chain.kg])
-        common = dict(embedder=self.embedder, entity=chain.name, width=self.width, wiki=wiki)
-        if self.pruning == "llm" and self.llm_ready:
+        common = dict(embedder=self.embedder, entity=chain.name, width=self.params.width, wiki=wiki)
+        if self.params.pruning == "llm" and self.llm_ready:
             tap = _Tap(self.llm)
             try:
-                return await score_relations(question, names, method="llm", llm=tap, temperature=self.exploration_temperature,  # type: ignore[arg-type]
+                return await score_relations(question, names, method="llm", llm=tap, temperature=self.params.exploration_temperature,  # type: ignore[arg-type]
                                              **self.limits("relations"), **common)
             except LLMError as exc:
                 if not tap.replied:
@@ -272,7 +291,7 @@ class ToG(Method):
                 charge("parse_fallbacks")
                 trace.warnings.append(f"relation pruning of {chain.name}: {exc}; used sbert")
                 return await score_relations(question, names, method="sbert", **common)
-        return await score_relations(question, names, method=self.pruning if self.pruning != "llm" else "sbert", **common)
+        return await score_relations(question, names, method=self.params.pruning if self.params.pruning != "llm" else "sbert", **common)
 
     async def entity_step(self, hops: Sequence[Hop]) -> list[tuple[Hop, list[Edge]]]:
         """Neighbours over every chosen (entity, relation, direction) of the hop, one batch per KG."""
@@ -298,21 +317,21 @@ class ToG(Method):
         named = [e for e in edges if e.label]
         if not named:  # ToG: nameless candidates share the relation's score equally
             return [hop.chain.extend(e, hop.score / len(edges)) for e in edges]
-        llm = self.pruning == "llm" and self.llm_ready
-        if llm and len(named) >= self.max_candidates:  # ToG samples before asking the LLM
-            named = self._rng(hop).sample(named, self.retain)
-        method = "llm" if llm else (self.pruning if self.pruning != "llm" else "sbert")
+        llm = self.params.pruning == "llm" and self.llm_ready
+        if llm and len(named) >= self.params.max_candidates:  # ToG samples before asking the LLM
+            named = self._rng(hop).sample(named, self.params.retain)
+        method = "llm" if llm else (self.params.pruning if self.params.pruning != "llm" else "sbert")
         relation = self._relation_name(hop, edges[0])
         scores = await score_entities(question, [e.label or UNNAMED for e in named], relation=relation, method=method,
                                       llm=self.llm, embedder=self.embedder, wiki=_is_wiki(self.kgs[hop.chain.kg]),
-                                      temperature=self.exploration_temperature, **self.limits("entities"))
+                                      temperature=self.params.exploration_temperature, **self.limits("entities"))
         return [hop.chain.extend(e, hop.score * s) for e, (_, s) in zip(named, scores)]
 
     def _relation_name(self, hop: Hop, edge: Edge) -> str:
         return (edge.relation_label or hop.relation) if _is_wiki(self.kgs[hop.chain.kg]) else hop.relation
 
     def _rng(self, hop: Hop) -> random.Random:
-        key = f"{self.seed}|{hop.chain.kg}|{hop.chain.entity}|{hop.relation}|{hop.direction}"
+        key = f"{self.params.seed}|{hop.chain.kg}|{hop.chain.entity}|{hop.relation}|{hop.direction}"
         return random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
 
     def prune(self, candidates: Sequence[Chain]) -> list[Chain]:
@@ -325,19 +344,19 @@ class ToG(Method):
             for chain in sorted((c for c in candidates if c.kg == kg), key=lambda c: -round(c.score, 6)):
                 if chain.score > 0 and (chain.topic, chain.entity) not in best:
                     best[(chain.topic, chain.entity)] = chain
-            kept.extend(list(best.values())[:self.width])
+            kept.extend(list(best.values())[:self.params.width])
         return kept
 
     # -- answering ---------------------------------------------------------------------------------
     async def _ask(self, prompt: str, kind: str = "evaluate") -> str:
-        return await self.ask(prompt, kind, temperature=self.reasoning_temperature, system=TOG_SYSTEM)
+        return await self.ask(prompt, kind, temperature=self.params.reasoning_temperature, system=TOG_SYSTEM)
 
     async def conclude(self, question: str, trace: Trace) -> Result:
         """No `{Yes}`: ToG answers from the triples after an empty hop, on its own after `depth` hops."""
         if not self.llm_ready:
             return await self.choose_answer(question, trace)
         if trace.kept and trace.stop.startswith("no entity"):
-            prompt = tog_answer_prompt(question, trace.triples(), wiki=self._wiki(trace.kept), exact=self.exact_prompts)
+            prompt = tog_answer_prompt(question, trace.triples(), wiki=self._wiki(trace.kept), exact=self.params.exact_prompts)
         else:
             trace.stop += "; answered without the graph"
             prompt = tog_generate_directly_prompt(question)
@@ -376,7 +395,7 @@ class ToG(Method):
         reached: dict[tuple[str, str], set[str]] = {}
         for chain in candidates:
             reached.setdefault((chain.kg, chain.entity), set()).add(chain.topic)
-        agreement, hop_penalty = self.agreement, self.hop_penalty
+        agreement, hop_penalty = self.params.agreement, self.params.hop_penalty
 
         def fit(chain: Chain, sim: float) -> float:
             return sim + agreement * (len(reached[(chain.kg, chain.entity)]) - 1) - hop_penalty * (len(chain.edges) - 1)

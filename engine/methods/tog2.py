@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...cache.costs import charge
@@ -41,8 +41,9 @@ from ..text.context import TOP_K, Passage, entity_pages, entity_scores, rank_pag
 from ..kg.facade import KG
 from ..toolbox.prompts import Group, extract_answer, parse_sufficient, tog2_reasoning_prompt
 from ..toolbox.pruning import score_entities
-from .base import Param, Result, Topics
-from .tog import Chain, Hop, ToG, Trace, edge_triple
+from .base import Result, Topics
+from .params import param
+from .tog import Chain, Hop, ToG, ToGParams, Trace, edge_triple
 
 ALPHA = 0.3  # Eq. 6 decay; not stated in the paper
 RELATION_THRESHOLD = 0.2  # §4.1: "a threshold of 0.2 to filter relations with low relevance scores"
@@ -50,13 +51,24 @@ RELATION_THRESHOLD = 0.2  # §4.1: "a threshold of 0.2 to filter relations with 
 NO_TEXT = ("no text source: entities were pruned by ToG's scores, without documents; pass "
            "text=open_text_source('file:extracts.jsonl' | 'wikipedia' | 'demo') (CLI: --text)")
 
+@dataclass(frozen=True)
+class ToG2Params(ToGParams):
+    """ToG-2's parameters: ToG's, sampled at 0, and the context retrieval's (paper §4.1)."""
+
+    exploration_temperature: float = param(0.0, help="temperature of the pruning calls (ToG-2 samples every call at 0)")
+    top_k: int = param(TOP_K, low=1, help="K, chunks kept as context")
+    alpha: float = param(ALPHA, help="Eq. 6's decay (the paper gives no value)")
+    relation_threshold: float = param(RELATION_THRESHOLD, help="relations scoring below it are dropped when an LLM prunes")
+    ranker: str = param("sbert", help="how chunks are ranked against the question")
+    max_documents: int = param(20, help="candidates per relation whose documents are read")
+
+
 class ToG2(ToG):
     """ToG-2: ToG's hops with context-guided entity pruning over the entities' documents."""
 
     name = "tog2"
-    PARAMS = {**ToG.PARAMS, "exploration_temperature": 0.0,  # ToG-2 samples every call at 0
-              "top_k": Param(TOP_K, low=1), "alpha": ALPHA, "relation_threshold": RELATION_THRESHOLD, "ranker": "sbert",
-              "max_documents": 20}
+    Params = ToG2Params
+    params: ToG2Params
 
     def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):
         super().__init__(kgs, llm, embedder=embedder, text=text, **params)
@@ -92,7 +104,7 @@ class ToG2(ToG):
         if not pages:
             return []
         path_text = {e: " ".join(edge_triple(ends[e].edges[-1])) for e in pages if ends[e].edges}
-        return await rank_pages(question, pages, top_k=self.top_k, ranker=self.ranker,  # type: ignore[arg-type]
+        return await rank_pages(question, pages, top_k=self.params.top_k, ranker=self.params.ranker,  # type: ignore[arg-type]
                                 path_text=path_text or None, embedder=self.embedder)
 
     # -- the search --------------------------------------------------------------------------------
@@ -109,12 +121,12 @@ class ToG2(ToG):
                 trace.stop = "sufficient from the topic entities' documents"
                 return self._hybrid_result(question, reply, trace, contexts, clues)
             clues = extract_answer(reply) or clues
-        for depth in range(1, self.depth + 1):
+        for depth in range(1, self.params.depth + 1):
             if not beam:
                 break
             hops = await self.relation_step(question, beam, trace)
-            if self.pruning == "llm" and self.llm_ready:
-                hops = [h for h in hops if h.score >= self.relation_threshold]
+            if self.params.pruning == "llm" and self.llm_ready:
+                hops = [h for h in hops if h.score >= self.params.relation_threshold]
             expanded = await self.entity_step(hops)
             candidates = await self._candidates(question, expanded)
             if not candidates:
@@ -135,7 +147,7 @@ class ToG2(ToG):
                     trace.stop = f"sufficient at depth {depth}"
                     return self._hybrid_result(question, reply, trace, contexts, clues)
                 clues = extract_answer(reply) or clues
-        trace.stop = trace.stop or f"depth {self.depth} reached"
+        trace.stop = trace.stop or f"depth {self.params.depth} reached"
         if self.llm_ready:
             result = await self.conclude(question, trace)
         else:
@@ -148,7 +160,7 @@ class ToG2(ToG):
         """LLM-free, no entity reached in the KG: the title of the page whose chunks rank best (Eq. 6 over
         titles), other than a topic entity's own — the text source did the work."""
         names = {n.casefold() for ids in topics.values() for n in ids.values()}
-        by_title = entity_scores([replace(p, entity=p.title or "") for p in contexts], alpha=self.alpha)
+        by_title = entity_scores([replace(p, entity=p.title or "") for p in contexts], alpha=self.params.alpha)
         scores = {t: v for t, v in by_title.items() if t and t.casefold() not in names}
         if not scores:
             return None
@@ -161,17 +173,17 @@ class ToG2(ToG):
         by SBERT similarity of the names, as ToG cuts wide relations before entity scoring."""
         chains: list[Chain] = []
         for hop, edges in expanded:
-            if len(edges) > self.max_documents:
+            if len(edges) > self.params.max_documents:
                 named = [e for e in edges if e.label]
                 scores = await score_entities(question, [e.label for e in named], method="sbert", embedder=self.embedder)
-                edges = [e for e, _ in sorted(zip(named, scores), key=lambda p: -p[1][1])[:self.max_documents]]
+                edges = [e for e, _ in sorted(zip(named, scores), key=lambda p: -p[1][1])[:self.params.max_documents]]
             chains.extend(hop.chain.extend(e, hop.score) for e in edges)
         return chains
 
     async def _context_scores(self, question: str, candidates: Sequence[Chain], passages: Sequence[Passage],
                               expanded: Sequence[tuple[Hop, list]], trace: Trace) -> list[Chain]:
         """Eq. 6 scores; without any document among the candidates, ToG's entity scores instead."""
-        scores = entity_scores(passages, alpha=self.alpha)
+        scores = entity_scores(passages, alpha=self.params.alpha)
         if not any(v > 0 for v in scores.values()):
             if self.text is not None:
                 trace.warnings.append("no candidate entity has a document: ToG's entity scores used")

@@ -1,0 +1,283 @@
+"""Method parameters: one frozen dataclass per method, its fields typed, bounded and aliased.
+
+Every reasoning method declares its parameters once, as a frozen dataclass derived from `MethodParams`,
+and names it `Method.Params`:
+
+    @dataclass(frozen=True)
+    class ToGParams(MethodParams):
+        ALIASES: ClassVar[Mapping[str, str]] = {}           # e.g. {"depth": "max_iter"}: --depth, the paper's name
+        width: int = param(3, low=1, help="beam width W")
+        pruning: str = param("llm", choices=("llm", "sbert", "bm25"))
+        relation_width: int | None = None
+
+The field's annotation is the type a given value is cast to (strings from the command line included:
+"3" → 3, "false" → False, "a, b" → ("a", "b")); `X | None` also accepts None; `Any` or a class other than
+bool/int/float/str/tuple/dict takes the value as given. `param()` adds what a type cannot say: the least
+number accepted (`low`, 0 unless given; None: any), the accepted `choices`, a help line. `ALIASES` maps the
+CLI's shared names (`--width`, `--depth`) to the paper's.
+
+`MethodParams.resolve(given, method=name)` renames aliases, refuses unknown names (naming every accepted
+one), casts and checks each value, and fills in the defaults: every refusal is one line of `KgfedError`.
+The instance is what `Method.params` holds, so method code reads `self.params.width`, typed. `describe()`
+lists the fields for the CLI (`--param help`) and the docs.
+
+The dict-like reads of the old scheme (`params["width"]`, `params.get("width")`) still work for one
+release, with a DeprecationWarning.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar, Union
+
+from ...sparql.errors import KgfedError
+
+P = TypeVar("P", bound="MethodParams")
+
+_TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
+_KEY = "kgfed"  # the field-metadata key of a parameter's `Bounds`
+_MISSING: Any = dataclasses.MISSING
+_SPECS: dict[type, dict[str, Spec]] = {}  # per MethodParams class, filled on first use
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a field's type cannot say: the least number accepted (None: any), the accepted values, a help line.
+
+    `kind`/`none` override what the annotation gives (used by the old `Param` declarations)."""
+
+    low: float | None = 0
+    choices: tuple[Any, ...] = ()
+    help: str = ""
+    kind: type | None = None
+    none: bool | None = None
+
+
+def param(default: Any = _MISSING, *, low: float | None = 0, choices: tuple[Any, ...] = (), help: str = "",
+          factory: Any = _MISSING) -> Any:
+    """A parameter field: its default (or a `factory` for a mutable one), bounds and help line."""
+    meta = {_KEY: Bounds(low, tuple(choices), help)}
+    if factory is not _MISSING:
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One parameter as resolved from its field: name, cast type, default, whether None is accepted, bounds."""
+
+    name: str
+    kind: type
+    default: Any
+    none: bool
+    bounds: Bounds
+    annotation: str
+
+    def cast(self, method: str, value: Any) -> Any:
+        """`value` as this parameter's type, or a one-line KgfedError naming the parameter and what it takes."""
+        return cast_value(method, self.name, value, kind=self.kind, none=self.none, low=self.bounds.low,
+                          choices=self.bounds.choices)
+
+
+def cast_value(method: str, key: str, value: Any, *, kind: type, none: bool, low: float | None,
+               choices: tuple[Any, ...]) -> Any:
+    """`value` cast to `kind` and checked against `low`/`choices` (None passes when `none`); else a one-line KgfedError."""
+    if value is None and none:
+        return None
+    try:
+        value = _cast(kind, value)
+    except (TypeError, ValueError):
+        raise KgfedError(f"invalid parameter {key}={value!r} for {method}: expected {kind.__name__}") from None
+    if low is not None and kind in (int, float) and value < low:
+        raise KgfedError(f"invalid parameter {key}={value!r} for {method}: expected a value ≥ {low:g}")
+    if choices and value not in choices:
+        raise KgfedError(f"invalid parameter {key}={value!r} for {method}: use one of {', '.join(map(str, choices))}")
+    return value
+
+
+def _cast(kind: type, value: Any) -> Any:
+    if kind is bool:
+        if isinstance(value, bool) or value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ValueError(value)
+    if kind in (int, float):
+        if isinstance(value, bool):
+            raise TypeError(value)
+        if kind is int and isinstance(value, float):
+            if not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        return kind(value.strip() if isinstance(value, str) else value)
+    if kind is str:
+        if not isinstance(value, str):
+            raise TypeError(value)
+        return value
+    if kind is tuple:
+        if isinstance(value, str):
+            return tuple(v.strip() for v in value.split(",") if v.strip())
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(value)
+        return tuple(value)
+    if kind is dict:
+        if not isinstance(value, Mapping):
+            raise TypeError(value)
+        return dict(value)
+    return value  # any other kind (a provider object): as given
+
+
+def _kind(annotation: Any) -> tuple[type, bool]:
+    """(the type a value is cast to, whether None is accepted) of a resolved annotation."""
+    none = False
+    origin = typing.get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        none = len(args) < len(typing.get_args(annotation))
+        annotation = args[0] if len(args) == 1 else object
+    origin = typing.get_origin(annotation) or annotation
+    if origin is Any or not isinstance(origin, type):
+        return object, none
+    if issubclass(origin, Mapping):
+        return dict, none
+    return origin, none
+
+
+@dataclass(frozen=True)
+class MethodParams:
+    """The parameters of a method (a subclass per method adds the fields); an instance is `Method.params`."""
+
+    ALIASES: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def specs(cls) -> dict[str, Spec]:
+        """Every parameter of this class by name, in declaration order (computed once per class)."""
+        cached = _SPECS.get(cls)
+        if cached is None:
+            hints = typing.get_type_hints(cls)
+            cached = {}
+            for f in dataclasses.fields(cls):
+                bounds = f.metadata.get(_KEY) or Bounds()
+                kind, none = _kind(hints[f.name])
+                default = f.default if f.default is not _MISSING else f.default_factory()  # type: ignore[misc]
+                if bounds.kind is not None:
+                    kind = bounds.kind
+                if bounds.none is not None:
+                    none = bounds.none
+                cached[f.name] = Spec(f.name, kind, default, none or default is None, bounds,
+                                      _annotation_text(hints[f.name]))
+            _SPECS[cls] = cached
+        return cached
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The parameter names, in declaration order."""
+        return tuple(cls.specs())
+
+    @classmethod
+    def accepted(cls) -> list[str]:
+        """Every name a caller may give: the parameters and their aliases, sorted."""
+        return sorted(set(cls.specs()) | set(cls.ALIASES))
+
+    @classmethod
+    def resolve(cls: type[P], given: Mapping[str, Any], *, method: str = "method") -> P:
+        """An instance from `given` (aliases renamed, values cast and checked) over the defaults.
+
+        An unknown name, an alias and its target given different values, or a value of the wrong type or out
+        of bounds is a one-line KgfedError naming what is accepted."""
+        named_values: dict[str, Any] = {}
+        named: dict[str, str] = {}  # target -> the name it was given as
+        for key, value in given.items():
+            target = cls.ALIASES.get(key, key)
+            if target in named_values and named_values[target] != value:
+                raise KgfedError(f"{named[target]}={named_values[target]!r} and {key}={value!r} disagree for {method} "
+                                 f"({key if key != target else named[target]} means {target}): give one of them")
+            named_values[target], named[target] = value, key
+        specs = cls.specs()
+        unknown = sorted(set(named_values) - set(specs))
+        if unknown:
+            raise KgfedError(f"unknown {method} parameter(s) {', '.join(unknown)}: use some of "
+                             f"{', '.join(cls.accepted()) or '(none)'}")
+        return cls(**{key: specs[key].cast(method, value) for key, value in named_values.items()})
+
+    def as_dict(self) -> dict[str, Any]:
+        """{name: value} of every parameter (values as held, not copied: a provider object stays itself)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def describe(cls) -> list[dict[str, Any]]:
+        """One row per parameter for listings and docs: name, type, default, bounds, choices, aliases, help."""
+        aliases: dict[str, list[str]] = {}
+        for alias, target in cls.ALIASES.items():
+            aliases.setdefault(target, []).append(alias)
+        rows = []
+        for spec in cls.specs().values():
+            numeric = spec.kind in (int, float)
+            rows.append({"name": spec.name, "type": spec.annotation, "default": spec.default,
+                         "low": spec.bounds.low if numeric else None, "choices": spec.bounds.choices,
+                         "aliases": aliases.get(spec.name, []), "help": spec.bounds.help})
+        return rows
+
+    # -- the old dict-like reads (deprecated) ---------------------------------------------------------------
+    def _deprecated(self, how: str) -> None:
+        warnings.warn(f"method parameters are a dataclass now: {how} is deprecated, read params.NAME "
+                      "(or params.as_dict())", DeprecationWarning, stacklevel=3)
+
+    def __getitem__(self, key: str) -> Any:
+        self._deprecated(f"params[{key!r}]")
+        if key not in self.specs():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._deprecated(f"params.get({key!r})")
+        return getattr(self, key) if key in self.specs() else default
+
+    def keys(self) -> list[str]:
+        self._deprecated("params.keys()")
+        return list(self.specs())
+
+    def items(self) -> list[tuple[str, Any]]:
+        self._deprecated("params.items()")
+        return list(self.as_dict().items())
+
+    def __iter__(self) -> Iterator[str]:
+        self._deprecated("iterating over params")
+        return iter(self.specs())
+
+    def __contains__(self, key: object) -> bool:
+        self._deprecated("`in params`")
+        return key in self.specs()
+
+
+def _annotation_text(annotation: Any) -> str:
+    """`int`, `int | None`, `tuple[str, ...]`: an annotation as a reader writes it."""
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "").replace("NoneType", "None")
+
+
+def legacy_params(name: str, base: type[MethodParams], declared: Mapping[str, Any],
+                  aliases: Mapping[str, str] | None) -> type[MethodParams]:
+    """A `MethodParams` class from the old `PARAMS` mapping (name → `Param` or bare default) and `ALIASES`.
+
+    A name already in `base` keeps its place and takes the new default; a mutable default gets a factory."""
+    fields: list[tuple[str, Any, Any]] = []
+    for key, spec in declared.items():
+        default, kind, low, choices, none = (spec.default, spec.kind, spec.low, spec.choices, spec.none) \
+            if hasattr(spec, "cast") and hasattr(spec, "default") else (spec, None, 0, (), False)
+        kind = kind or (type(default) if default is not None else int)
+        none = none or default is None
+        meta = {_KEY: Bounds(low, tuple(choices), "", kind, none)}
+        annotation: Any = Any if kind is object else (kind | None if none else kind)
+        if isinstance(default, (dict, list, set)):
+            made = dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+        else:
+            made = dataclasses.field(default=default, metadata=meta)
+        fields.append((key, annotation, made))
+    namespace = {"ALIASES": dict(aliases if aliases is not None else base.ALIASES)}
+    return dataclasses.make_dataclass(name, fields, bases=(base,), frozen=True, namespace=namespace)
