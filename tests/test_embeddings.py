@@ -53,8 +53,9 @@ def test_real_model_similarity_and_normalised_vectors(tmp_path):
 
 @pytest.mark.embeddings
 def test_cache_hits_skip_encoding_and_persist(tmp_path):
-    import diskcache
     import numpy as np
+
+    from kgfed.cache.root import DiskStore
 
     first = Embedder(cache=tmp_path / "emb")
     a = first.encode_sync(["place of birth", "film director", "place of birth"])
@@ -63,12 +64,14 @@ def test_cache_hits_skip_encoding_and_persist(tmp_path):
     assert first.stats["encoded"] == 3 and first.stats["hits"] == 1  # only the miss was encoded
     first.close()
 
-    with diskcache.Cache(str(tmp_path / "emb")) as cache:  # a fresh instance on the same store
-        second = Embedder(cache=cache)
-        b = second.encode_sync(["place of birth", "film director"])
-        assert (second.stats["hits"], second.stats["misses"], second.stats["encoded"]) == (2, 0, 0)
-        assert np.array_equal(a[:2], b)
-        assert len(cache) == 3 and ("emb", second.model_id, "place of birth") in cache
+    cache = DiskStore(tmp_path / "emb")  # a fresh instance on the same store, handed in
+    second = Embedder(cache=cache)
+    b = second.encode_sync(["place of birth", "film director"])
+    assert (second.stats["hits"], second.stats["misses"], second.stats["encoded"]) == (2, 0, 0)
+    assert np.array_equal(a[:2], b)
+    second.close()  # a store handed in stays open for its owner
+    assert len(cache) == 3 and np.array_equal(np.frombuffer(cache.get(f"{second.model_id}\nplace of birth"), np.float32), a[0])
+    cache.close()
 
 
 
@@ -196,18 +199,21 @@ def test_encoders_setting_is_checked(monkeypatch):
 
 def test_warm_reads_the_whole_store_once(tmp_path):
     """A replay's start-up: every stored vector of the model in memory after one pass, then no store reads."""
-    import diskcache
     import numpy as np
 
+    from kgfed.cache.root import DiskStore
+    from kgfed.cache.vectors import VectorStore
+
     store = tmp_path / "emb"
-    with diskcache.Cache(str(store)) as cache:
-        writer = Embedder(cache=cache)
-        for i, text in enumerate(["place of birth", "film director", "nationality"]):
-            cache.set(writer._key(text), np.full(4, i, dtype=np.float32).tobytes())
-        cache.set(("emb", "another-model==1", "place of birth"), np.zeros(4, dtype=np.float32).tobytes())
+    vectors = VectorStore(DiskStore(store))
+    model_id = Embedder(cache=False).model_id
+    vectors.add_many(model_id, [(text, np.full(4, i, dtype=np.float32).tobytes())
+                                for i, text in enumerate(["place of birth", "film director", "nationality"])])
+    vectors.add_many("another-model==1", [("place of birth", np.zeros(4, dtype=np.float32).tobytes())])
+    vectors.close()
     replay = Embedder(cache=store)
     assert replay.warm() == 3  # this model's three vectors, not the other model's
-    replay.cache.close()  # any further store read would now fail
+    replay.cache.store.close()  # any further store read would now fail
     vectors = replay._known(["nationality", "place of birth"])
     assert vectors.tolist() == [[2.0] * 4, [0.0] * 4] and replay.stats["hits"] == 2
     assert Embedder(cache=False).warm() == 0  # no store: nothing to read

