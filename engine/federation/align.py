@@ -15,7 +15,7 @@ Methods, tried in this order for every id that is still unaligned:
   match must also be mutual. Confidence is the cosine similarity.
 
 Two KGs of one dialect share their ids (method ``id``). Per-id outcomes are kept in the cache root's
-``alignments`` store (``kgfed.cache.root``: a directory or Redis) beside
+``alignments`` store (``kgfed.cache.alignments.AlignmentCache``: a directory or Redis) beside
 the response cache, so a repeated alignment sends no query.
 """
 from __future__ import annotations
@@ -23,16 +23,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import unicodedata
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from pathlib import Path
 from typing import Any
 
-from ...cache.root import DiskStore, Store, open_store
+from ...cache.alignments import AlignmentCache, Outcome  # AlignmentCache: its old import path still works
+from ...cache.root import open_store
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from ..kg.facade import KG
 from ..kg.model import Label
@@ -42,7 +41,6 @@ METHODS: tuple[str, ...] = ("p646", "label", "sbert")
 RANK = {"id": 0, "p646": 0, "label": 1, "sbert": 2}  # merge order: identifiers first
 LABEL_CONFIDENCE, ALIAS_CONFIDENCE = 0.9, 0.75
 _CACHE_VERSION = "align-v1"
-Outcome = dict[str, Any]  # {"target": id | None, "method": str | None, "confidence": float, "ambiguous": [ids]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,30 +64,6 @@ class Alignment:
     def to_json(self) -> dict[str, Any]:
         return {"source_kg": self.source_kg, "source": self.source, "target_kg": self.target_kg,
                 "target": self.target, "method": self.method, "confidence": round(self.confidence, 4)}
-
-
-class AlignmentCache:
-    """Per-id alignment outcomes: the `alignments` store of a cache root (by default beside the responses).
-
-    `store`: a `kgfed.cache.root.Store`; else `directory` (a diskcache directory of its own); else the
-    default root's store.
-    """
-
-    def __init__(self, directory: str | os.PathLike | None = None, *, store: Store | None = None):
-        if store is None:
-            store = DiskStore(directory) if directory is not None else open_store(None, "alignments")
-        self._cache = store
-        self.directory = Path(store.location) if isinstance(store, DiskStore) else None
-
-    def get(self, key: str) -> Outcome | None:
-        raw = self._cache.get(key)
-        return None if raw is None else json.loads(raw)
-
-    def set(self, key: str, value: Outcome) -> None:
-        self._cache.set(key, json.dumps(value, separators=(",", ":")).encode("utf-8"))
-
-    def __len__(self) -> int:
-        return len(self._cache)
 
 
 def normalise_label(text: str) -> str:
