@@ -265,6 +265,9 @@ class _Closed:
     def close(self) -> None:
         return None
 
+    def __len__(self) -> int:
+        raise CacheError(f"the cache at {self.location} is closed: open it again")
+
     def __getattr__(self, name: str) -> Any:
         raise CacheError(f"the cache at {self.location} is closed: open it again")
 

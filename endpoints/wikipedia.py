@@ -12,8 +12,9 @@ KG's sitelinks, see `kgfed.engine.text.context`); `JsonlSource` answers Q-ids, t
 Etiquette: every request goes through the run's shared `HttpClient` (User-Agent with contact, at most
 3 parallel requests and a per-minute budget per Wikipedia host, 429 + Retry-After, an optional OAuth
 token); Action API requests carry `maxlag=5` and a `maxlag` error body pauses the whole host for
-`Retry-After` (every request of the run to it waits) before the retry. A robot-policy refusal raises. Answers are cached on disk keyed by
-URL + parameters; error answers are never cached.
+`Retry-After` (every request of the run to it waits) before the retry. A robot-policy refusal raises. Answers are cached, keyed by
+URL + parameters, in the store the caller hands in (`JsonCache(store)`: the cache root's `text` store, a
+directory or Redis; this layer opens none itself); error answers are never cached.
 """
 from __future__ import annotations
 
@@ -27,8 +28,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import quote, unquote, urlsplit
-
-import diskcache
 
 from ..sparql.errors import ClientClosed, EndpointError, KgfedError, OfflineMiss, RateLimited, UserAgentRejected
 from .client import HttpClient, parse_retry_after
@@ -118,21 +117,27 @@ def _canonical(title: str) -> str:
 
 
 # -- cache -----------------------------------------------------------------------------------------
-class JsonCache:
-    """Decoded JSON answers keyed by URL + parameters (`maxlag` ignored).
+class ByteStore(Protocol):
+    """What the text cache needs of a store: bytes under string keys (`kgfed.cache.root.Store` has it)."""
 
-    `store`: any string -> bytes store with `get`/`set`/`close` (the engine passes the cache root's
-    `text` store, `kgfed.cache.root.open_store(spec, "text")`: a directory or Redis); else a diskcache in
-    `directory`. With neither, `~/.cache/kgfed/wikipedia` (`open_text_source` honours `--cache-dir` and
-    `$KGFED_CACHE_DIR`; this layer reads no configuration).
+    def get(self, key: str) -> bytes | None: ...
+    def set(self, key: str, value: bytes) -> None: ...
+    def __len__(self) -> int: ...
+    def close(self) -> None: ...
+
+
+class JsonCache:
+    """Decoded JSON answers keyed by URL + parameters (`maxlag` ignored), over a `ByteStore`.
+
+    `store`: the cache root's `text` store (`kgfed.cache.root.open_store(spec, "text")`: a directory or
+    Redis; the engine's `open_text_source` and the session pass it). This layer reads no configuration
+    and opens no store: `JsonCache(directory)` of kgfed < 0.3 is a one-line error naming the fix.
     """
 
-    def __init__(self, directory: str | os.PathLike | None = None, *, size_limit: int = 2**31, store: Any = None):
-        if store is None:
-            self.directory: Path | None = Path(directory) if directory else Path.home() / ".cache" / "kgfed" / "wikipedia"
-            store = diskcache.Cache(str(self.directory), size_limit=size_limit)
-        else:
-            self.directory = getattr(store, "directory", None)
+    def __init__(self, store: ByteStore):
+        if store is None or isinstance(store, (str, os.PathLike)):
+            raise KgfedError("JsonCache takes a store now, not a directory: JsonCache(kgfed.cache.root.open_store(DIR, 'text'))")
+        self.directory: Path | None = getattr(store, "directory", None)
         self._cache = store
 
     @staticmethod
@@ -171,7 +176,7 @@ class WikipediaSource:
         rest_url: str | None = None,
         maxlag: int | None = 5,
         lag_retries: int = 3,
-        cache: JsonCache | bool | None = True,
+        cache: JsonCache | ByteStore | bool | None = None,
         offline: bool = False,
         charge: Charge | None = None,
         name: str = "wikipedia",
@@ -187,7 +192,10 @@ class WikipediaSource:
         self._owns_client = own_client  # closed with the source (a client made for it alone)
         self.maxlag = maxlag
         self.lag_retries = lag_retries
-        self.cache = JsonCache() if cache is True else cache if isinstance(cache, JsonCache) else None
+        if cache is True:
+            raise KgfedError("WikipediaSource(cache=True) needs the store to keep answers in: give "
+                             "cache=kgfed.cache.root.open_store(DIR, 'text') (or cache=None for none)")
+        self.cache = None if cache is None or cache is False else cache if isinstance(cache, JsonCache) else JsonCache(cache)
         self.offline = offline
         self.name = name
         self.redirects: dict[str, str] = {}  # every normalisation/redirect seen: asked title -> final title

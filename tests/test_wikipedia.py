@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestServer
 
 from kgfed.cache.recording import recording
 from kgfed.endpoints.client import HttpClient
+from kgfed.cache.root import DiskStore
 from kgfed.endpoints.wikipedia import JsonCache, JsonlSource, WikipediaSource, title_problem
 from kgfed.sparql.errors import KgfedError, OfflineMiss, RateLimited
 
@@ -103,18 +104,33 @@ async def test_recorded_search_reports_hits_total_and_continuation(name, limit):
 
 
 async def test_answers_are_cached_by_url_and_params_then_served_offline(tmp_path):
-    cache = JsonCache(tmp_path / "wiki")
+    cache = JsonCache(DiskStore(tmp_path / "wiki"))
     async with source(cache=cache) as wiki:
         with recording(need(API / EXTRACT_CASSETTES[0])) as cassette:
             first = await wiki.pages([PYTHON])
             again = await wiki.pages([PYTHON])
-    assert cassette.play_count == 1 and len(cache) == 1 and first == again
-    async with source(cache=JsonCache(tmp_path / "wiki"), offline=True, maxlag=5) as offline:  # maxlag is not part of the key
+    assert cassette.play_count == 1 and len(DiskStore(tmp_path / "wiki")) == 1 and first == again
+    async with source(cache=JsonCache(DiskStore(tmp_path / "wiki")), offline=True, maxlag=5) as offline:  # maxlag is not part of the key
         assert (await offline.pages([PYTHON]))[PYTHON].text == first[PYTHON].text
         miss = (await offline.pages(["Douglas Adams"]))["Douglas Adams"]
         assert miss.error and miss.text is None and "--offline" in miss.reason
         with pytest.raises(OfflineMiss):
             await offline.extracts(["Douglas Adams"])
+
+
+def test_the_text_cache_takes_a_store_and_opens_none_itself(tmp_path):
+    from kgfed.endpoints.client import HttpClient
+
+    with pytest.raises(KgfedError, match=r"JsonCache takes a store now.*open_store\(DIR, 'text'\)") as caught:
+        JsonCache(tmp_path / "wiki")  # kgfed < 0.3's directory form
+    assert "\n" not in str(caught.value) and not (tmp_path / "wiki").exists()
+    with pytest.raises(KgfedError, match="cache=True.*open_store"):
+        WikipediaSource(HttpClient(), cache=True)
+    store = DiskStore(tmp_path / "text")
+    wiki = WikipediaSource(HttpClient(), cache=store)  # a bare store is wrapped
+    wiki.cache.set("k", {"title": "Douglas Adams"})
+    assert store.get("k") == b'{"title":"Douglas Adams"}' and wiki.cache.directory == tmp_path / "text"
+    store.close()
 
 
 # -- a local server that misbehaves ----------------------------------------------------------------
@@ -164,12 +180,12 @@ async def test_identical_requests_in_flight_are_sent_once(server):
 async def test_maxlag_error_body_waits_retry_after_then_retries(server, tmp_path, maxlag):
     assert maxlag["error"]["code"] == "maxlag"
     server.script = [hf.ok(maxlag, headers={"Retry-After": "1"}), hf.ok(DOUGLAS)]
-    cache = JsonCache(tmp_path / "wiki")
+    cache = JsonCache(DiskStore(tmp_path / "wiki"))
     started = time.monotonic()
     async with local(server, cache=cache) as wiki:
         page = (await wiki.pages(["Douglas Adams"]))["Douglas Adams"]
     assert time.monotonic() - started >= 0.95 and len(server.seen) == 2
-    assert page.text and len(cache) == 1  # the answer is cached, the lag error was not
+    assert page.text and len(DiskStore(tmp_path / "wiki")) == 1  # the answer is cached, the lag error was not
 
 
 async def test_persistent_maxlag_is_an_explained_page_and_a_rate_limit(server, maxlag):
@@ -198,18 +214,18 @@ async def test_429_with_retry_after_is_honoured(server):
 ])
 async def test_malformed_bodies_give_explained_pages_never_crash_nor_cache(server, tmp_path, body, expect):
     server.script = [hf.raw(body, "application/json")]
-    cache = JsonCache(tmp_path / "wiki")
+    cache = JsonCache(DiskStore(tmp_path / "wiki"))
     async with local(server, cache=cache) as wiki:
         pages = await wiki.pages(["Douglas Adams", "Albert Einstein"])
     for page in pages.values():
         assert page.error and page.text is None and expect in page.reason and "\n" not in page.reason
-    assert len(cache) == 0
+    assert len(DiskStore(tmp_path / "wiki")) == 0  # a fresh view: the source closed its store
 
 
 async def test_api_error_body_is_reported_not_cached(server, tmp_path):
     body = json.loads(need(HTTP_DIR / "wikidata-api" / "error.json").read_text())
     server.script = [hf.ok(body)]
-    async with local(server, cache=JsonCache(tmp_path / "wiki")) as wiki:
+    async with local(server, cache=JsonCache(DiskStore(tmp_path / "wiki"))) as wiki:
         page = (await wiki.pages(["Q0 page"]))["Q0 page"]
         assert "API error no-such-entity: Could not find such an entity" in page.reason and len(wiki.cache) == 0
 
