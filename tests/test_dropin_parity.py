@@ -412,6 +412,35 @@ def test_the_cache_can_be_switched_off_and_moved(echo, tmp_path, monkeypatch):
     assert sent() == 1 and (tmp_path / "env" / "sparqlwrapper" / sync._RawCache.FILE).exists()
 
 
+def test_a_redis_root_holds_the_drop_ins_documents(echo, redis_root, monkeypatch):
+    """`KGFED_CACHE_DIR=redis://…` (or `cache_dir=` a Redis URL or a `Store`): the documents are the root's
+    `kgfed:documents:*` keys, read back byte for byte, and no file is written on this machine."""
+    import redis
+
+    from kgfed.cache.documents import DocumentCache
+    from kgfed.cache.root import RedisStore, open_store
+
+    url, query = f"{echo}/echo", "SELECT ?seen WHERE { ?s ?p ?seen } LIMIT 5"
+    monkeypatch.setenv("KGFED_CACHE_DIR", redis_root)
+    monkeypatch.setenv("HOME", "/nonexistent-home")  # nothing may be written under ~/.cache
+    before = _Echo.hits.get("echo", 0)
+    first = ask(sync, url, query)
+    sync.flush_cache()
+    assert ask(sync, url, query) == first and _Echo.hits["echo"] - before == 1
+    client = redis.Redis.from_url(redis_root)
+    keys = [k.decode() for k in client.keys("kgfed:documents:*")]
+    assert len(keys) == 1  # one request, one document
+    monkeypatch.delenv("KGFED_CACHE_DIR")
+    store = open_store(redis_root, "documents")
+    assert isinstance(store, RedisStore)
+    assert ask(sync, url, query, cache_dir=store) == first  # a session's store handed in: the same entry
+    assert ask(sync, url, query, cache_dir=redis_root) == first and _Echo.hits["echo"] - before == 1
+    entry = DocumentCache(store, close_store=False).get(keys[0].split(":", 2)[2], "SELECT")
+    assert entry is not None and entry[0] == 200 and json.loads(entry[2]) == first
+    store.close()
+    client.close()
+
+
 # ---- the module is the genuine module's twin ------------------------------------------------------------
 def test_the_module_exports_what_sparqlwrapper_exports():
     namespace: dict = {}
