@@ -10,7 +10,8 @@ import pytest
 from kgfed.engine.toolbox.embeddings import Embedder
 from kgfed.engine.toolbox.llm import EXPLORATION_TEMPERATURE, NoLLM, ReplayLLM
 from kgfed.engine.toolbox.pruning import (
-    POG_STRATEGIES, _Path, bm25_scores, pog_prune_paths, relation_text, score_entities, score_paths, score_relations,
+    POG_STRATEGIES, PathBeam, PruneSettings, _Path, bm25_scores, pog_prune_paths, relation_text, score_entities,
+    score_paths, score_relations,
 )
 from kgfed.sparql.errors import KgfedError
 
@@ -64,11 +65,12 @@ async def test_bm25_on_real_freebase_relations():
     relations = cwq_relations()
     assert len(relations) > 500 and "location.country.administrative_divisions" in relations
     top = await score_relations("What form of government is used in the governmental jurisdiction that includes the Cabinet of Israel?",
-                                relations, method="bm25", width=3)
+                                relations, PruneSettings(method="bm25", width=3))
     assert top[0][0] == "government.governmental_jurisdiction.government" and top[0][1] > top[2][1] > 0
-    zone = await score_relations("What time zone is the area where newspaper Ke Klahea is circulated in?", relations, method="bm25", width=1)
+    zone = await score_relations("What time zone is the area where newspaper Ke Klahea is circulated in?", relations,
+                                 PruneSettings(method="bm25", width=1))
     assert zone[0][0] == "time.time_zone.locations_in_this_time_zone"
-    nothing = await score_relations("Who?", relations[:4], method="bm25", width=4)  # no shared word: ToG's equal shares
+    nothing = await score_relations("Who?", relations[:4], PruneSettings(method="bm25", width=4))  # no shared word: ToG's equal shares
     assert [s for _, s in nothing] == [0.25] * 4 and [r for r, _ in nothing] == list(relations[:4])
 
 
@@ -76,12 +78,12 @@ async def test_bm25_on_real_freebase_relations():
 async def test_sbert_ranks_real_relations_and_is_the_llm_free_fallback(embedder):
     relations = cwq_relations()
     question = "Which nation has the Alta Verapaz Department?"
-    ranked = [r for r, _ in await score_relations(question, relations, method="sbert", embedder=embedder, width=None)]
+    ranked = [r for r, _ in await score_relations(question, relations, PruneSettings(method="sbert", embedder=embedder, width=None))]
     assert ranked.index("location.country.administrative_divisions") < 3  # measured: 2nd of 773
     assert ranked.index("location.country.administrative_divisions") < ranked.index("film.film.starring") - 400
-    fallback = await score_relations(question, relations, method="llm", llm=NoLLM(), embedder=embedder, width=5)
+    fallback = await score_relations(question, relations, PruneSettings(method="llm", llm=NoLLM(), embedder=embedder, width=5))
     assert [r for r, _ in fallback] == ranked[:5]
-    entities = await score_entities(question, ["film director", "Guatemala", "Kenyan shilling"], method="llm", llm=None, embedder=embedder)
+    entities = await score_entities(question, ["film director", "Guatemala", "Kenyan shilling"], PruneSettings(embedder=embedder))
     assert [name for name, _ in entities] == ["film director", "Guatemala", "Kenyan shilling"]  # input order kept
     assert max(entities, key=lambda p: p[1])[0] == "Guatemala" and sum(s for _, s in entities) == pytest.approx(1.0)
 
@@ -93,30 +95,31 @@ def replay():
 
 
 async def test_llm_relation_scoring_replays_tog_prompt(replay):
-    top = await score_relations(QUESTION, ALTA_VERAPAZ_RELATIONS, method="llm", llm=replay, entity="Alta Verapaz Department",
-                                width=2, temperature=EXPLORATION_TEMPERATURE)
+    scoring = PruneSettings(method="llm", llm=replay, width=2, temperature=EXPLORATION_TEMPERATURE)
+    top = await score_relations(QUESTION, ALTA_VERAPAZ_RELATIONS, scoring, entity="Alta Verapaz Department")
     # the recorded reply has prose, wrong case and a relation that was not offered (film.film.starring)
     assert top == [("location.administrative_division.country", 0.7), ("location.location.containedby", 0.2)]
     assert replay.stats["hits"] == 1 and replay.usage.calls == 1
 
 
 async def test_llm_entity_scoring_maps_sorted_prompt_back(replay):
-    scored = await score_entities(QUESTION, ["Guatemala", "Central America", "Americas"], relation="location.location.containedby",
-                                  method="llm", llm=replay, temperature=EXPLORATION_TEMPERATURE)
+    scoring = PruneSettings(method="llm", llm=replay, temperature=EXPLORATION_TEMPERATURE)
+    scored = await score_entities(QUESTION, ["Guatemala", "Central America", "Americas"], scoring,
+                                  relation="location.location.containedby")
     assert scored == [("Guatemala", pytest.approx(0.9)), ("Central America", 0.0), ("Americas", pytest.approx(0.1))]
-    assert await score_entities(QUESTION, ["Guatemala"], method="llm", llm=replay) == [("Guatemala", 1.0)]  # no call
+    assert await score_entities(QUESTION, ["Guatemala"], PruneSettings(llm=replay)) == [("Guatemala", 1.0)]  # no call
     assert replay.usage.calls == 1
 
 
 async def test_llm_path_scoring_is_pog_precise_selection(replay):
-    scored = await score_paths(POG_QUESTION, POG_PATHS, method="llm", llm=replay, analysis=POG_ANALYSIS, width=3)
+    scored = await score_paths(POG_QUESTION, POG_PATHS, PruneSettings(method="llm", llm=replay, width=3), analysis=POG_ANALYSIS)
     assert [POG_PATHS.index(p) for p, _ in scored] == [0, 2, 4] and [s for _, s in scored] == pytest.approx([1, 1 / 2, 1 / 3])
 
 
 @pytest.mark.parametrize("strategy, calls", [("fuzzy+precise", 2), ("fuzzy+branch", 2), ("fuzzy+branch+precise", 3)])
 async def test_pog_strategies_with_recorded_llm(replay, strategy, calls):
-    kept = await pog_prune_paths(POG_QUESTION, POG_PATHS, strategy=strategy, indicator=POG_INDICATOR, analysis=POG_ANALYSIS,
-                                 llm=replay, width=2, w1=80, w2=4, max_depth=3)
+    kept = await pog_prune_paths(POG_QUESTION, POG_PATHS, PruneSettings(llm=replay), PathBeam(strategy, 2, w1=80, w2=4, max_depth=3),
+                                 indicator=POG_INDICATOR, analysis=POG_ANALYSIS)
     assert kept == [0, 2]  # Nijmegen → Weeze / Düsseldorf airport → Germany → France
     assert replay.usage.calls == calls and replay.stats["misses"] == 0
 
@@ -124,10 +127,11 @@ async def test_pog_strategies_with_recorded_llm(replay, strategy, calls):
 @pytest.mark.embeddings
 @pytest.mark.parametrize("strategy", POG_STRATEGIES)
 async def test_pog_strategies_llm_free(strategy, embedder):
-    kept = await pog_prune_paths(POG_QUESTION, POG_PATHS, strategy=strategy, indicator=POG_INDICATOR, llm=NoLLM(),
-                                 embedder=embedder, width=2, w1=6, w2=4)
+    kept = await pog_prune_paths(POG_QUESTION, POG_PATHS, PruneSettings(llm=NoLLM(), embedder=embedder),
+                                 PathBeam(strategy, 2, w1=6, w2=4), indicator=POG_INDICATOR)
     assert len(kept) == 2 and len(set(kept)) == 2 and all(0 <= i < len(POG_PATHS) for i in kept)
-    fuzzy = await pog_prune_paths(POG_QUESTION, POG_PATHS, strategy="fuzzy", indicator=POG_INDICATOR, embedder=embedder, width=7)
+    fuzzy = await pog_prune_paths(POG_QUESTION, POG_PATHS, PruneSettings(embedder=embedder), PathBeam("fuzzy", 7),
+                                  indicator=POG_INDICATOR)
     assert sorted(fuzzy) == list(range(7)) and kept[0] in fuzzy[:4]
 
 
@@ -147,7 +151,20 @@ def test_paths_split_into_items_and_prefixes():
 
 async def test_bad_method_and_strategy_are_clear_errors():
     with pytest.raises(KgfedError, match="unknown scoring method 'tfidf'"):
-        await score_relations("q", ["a.b.c"], method="tfidf")
+        await score_relations("q", ["a.b.c"], PruneSettings(method="tfidf"))  # type: ignore[arg-type]
     with pytest.raises(KgfedError, match="unknown PoG pruning strategy 'greedy'"):
-        await pog_prune_paths("q", ["a"], strategy="greedy")
-    assert await score_relations("q", [], method="llm") == [] and await score_paths("q", []) == []
+        await pog_prune_paths("q", ["a"], beam=PathBeam("greedy"))
+    assert await score_relations("q", [], PruneSettings(method="llm")) == [] and await score_paths("q", []) == []
+
+
+async def test_the_old_loose_keywords_still_work_with_a_deprecation_warning(replay):
+    with pytest.warns(DeprecationWarning, match=r"score_relations\(\.\.\., method=\.\.\., width=\.\.\.\) is deprecated"):
+        zone = await score_relations("What time zone is the area where newspaper Ke Klahea is circulated in?", cwq_relations(),
+                                     method="bm25", entity="Ke Klahea", width=1)
+    assert zone[0][0] == "time.time_zone.locations_in_this_time_zone"
+    with pytest.warns(DeprecationWarning, match=r"pog_prune_paths\(\.\.\., llm=.*width=\.\.\.\) is deprecated: pass .* PathBeam"):
+        kept = await pog_prune_paths(POG_QUESTION, POG_PATHS, strategy="fuzzy+branch+precise", indicator=POG_INDICATOR,
+                                     analysis=POG_ANALYSIS, llm=replay, width=2, w1=80, w2=4, max_depth=3)
+    assert kept == [0, 2] and replay.usage.calls == 3  # the same selection as PathBeam("fuzzy+branch+precise", 2, 80, 4, 3)
+    with pytest.raises(TypeError, match="score_paths\\(\\) got an unexpected keyword argument 'widht'"):
+        await score_paths("q", ["a"], widht=3)

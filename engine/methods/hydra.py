@@ -30,7 +30,7 @@ from ..toolbox.llm import EXPLORATION_TEMPERATURE, ask
 from ..toolbox.prompts import (
     HYDRA_REFINE_PROMPT, HYDRA_SOURCE_SELECT_PROMPT, POG_SUPPLEMENT_PROMPT, QuestionAnalysis, parse_question_analysis,
 )
-from ..toolbox.pruning import score_paths
+from ..toolbox.pruning import PruneSettings, score_paths
 from .base import Result, Topics
 from .params import param
 from .pog import FUZZY_POOL, POG_LIMITS, ClusteredPath, Graph, PoG, PoGParams, chain_paths, listing, parse_supplement, unique_paths
@@ -302,8 +302,9 @@ class HydraRAG(PoG):
         if not self.llm_ready or len(scored) <= self.params.max_width:
             return scored[: self.params.max_width]
         texts = [p.text or graph.render(p) for p, _ in scored]
-        picked = await score_paths(question, texts, method="llm", llm=self.llm, embedder=self.embedder, query=query,
-                                   analysis=self.context(analysis), width=self.params.max_width, **self.limits("select"))
+        scoring = PruneSettings(method="llm", llm=self.llm, embedder=self.embedder, width=self.params.max_width,
+                                **self.limits("select"))
+        picked = await score_paths(question, texts, scoring, query=query, analysis=self.context(analysis))
         by_text = {t: k for k, t in reversed(list(enumerate(texts)))}
         return [scored[by_text[t]] for t, _ in picked if t in by_text]
 

@@ -38,7 +38,7 @@ from ..kg.model import Edge
 from ..toolbox.prompts import (
     POG_EVALUATE_PROMPT, POG_GENERATE_PROMPT, POG_SUMMARY_PROMPT, POG_SUPPLEMENT_PROMPT, QuestionAnalysis, extract_answer, parse_question_analysis, parse_sufficient, pog_question_analysis_prompt,
 )
-from ..toolbox.pruning import POG_STRATEGIES, pog_prune_paths, relation_text, score_paths
+from ..toolbox.pruning import POG_STRATEGIES, PathBeam, PruneSettings, pog_prune_paths, relation_text, score_paths
 from ..federation.matching import best_matches
 from ..federation.subgraph import MergedGraph, expand
 from .base import Method, Result, Topics
@@ -426,10 +426,10 @@ class PoG(Method):
             paths = await self.fuzzy_pool(indicator, graph, paths)
         texts = [p.text or graph.render(p) for p in paths]
         strategy = self.params.strategy if self.llm_ready else "fuzzy"
-        keep = await pog_prune_paths(question, texts, strategy=strategy, indicator=indicator, analysis=self.context(analysis),
-                                     entities=[graph.set_text([a]) for a in anchors], llm=self.llm, embedder=self.embedder,
-                                     width=self.params.max_width, w1=self.params.w1, w2=self.params.w2, max_depth=self.params.max_depth,
-                                     **self.limits("select"))
+        keep = await pog_prune_paths(question, texts, PruneSettings(llm=self.llm, embedder=self.embedder, **self.limits("select")),
+                                     PathBeam(strategy, self.params.max_width, self.params.w1, self.params.w2, self.params.max_depth),
+                                     indicator=indicator, analysis=self.context(analysis),
+                                     entities=[graph.set_text([a]) for a in anchors])
         return [paths[i] for i in keep]
 
     async def fuzzy_pool(self, query: str, graph: Graph, paths: list[ClusteredPath]) -> list[ClusteredPath]:
@@ -468,7 +468,7 @@ class PoG(Method):
         if score is not None and len(paths) > self.params.w1:
             paths = sorted(paths, key=lambda p: -score(p))[: self.params.w1]
         texts = [self.sbert_text(graph, p) for p in paths]
-        scored = await score_paths(query, texts, method="sbert", embedder=self.embedder, width=None)
+        scored = await score_paths(query, texts, PruneSettings(method="sbert", embedder=self.embedder, width=None))
         by_text: dict[str, list[int]] = defaultdict(list)
         for i, t in enumerate(texts):
             by_text[t].append(i)
@@ -674,8 +674,8 @@ class PoG(Method):
             if paths:  # FuzzySelect(Paths_s', I_sup(e), W_max), then PathPruning over them all
                 paths = await self.fuzzy_pool(cot, graph, paths)
                 texts = [graph.render(p) for p in paths]
-                keep = await pog_prune_paths(question, texts, strategy="fuzzy", indicator=cot, embedder=self.embedder,
-                                             width=self.params.max_width)
+                keep = await pog_prune_paths(question, texts, PruneSettings(embedder=self.embedder),
+                                             PathBeam("fuzzy", width=self.params.max_width), indicator=cot)
                 found += [paths[i] for i in keep]
         return await self.prune(question, graph, unique_paths(found), analysis.indicator or question, analysis, order)
 

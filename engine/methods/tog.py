@@ -48,7 +48,7 @@ from ...sparql.errors import InvalidIdentifier, KgfedError, LLMError
 from ..kg.facade import KG
 from ..toolbox.llm import ANSWER_TEMPERATURE, DEFAULT_MAX_TOKENS, EXPLORATION_TEMPERATURE, LLM
 from ..kg.model import Edge
-from ..toolbox.pruning import METHODS, relation_text, score_entities, score_relations
+from ..toolbox.pruning import METHODS, PruneSettings, relation_text, score_entities, score_relations
 from ..toolbox.prompts import (
     TOG_SYSTEM, extract_answer, parse_sufficient, tog_answer_prompt, tog_evaluate_prompt, tog_generate_directly_prompt,
 )
@@ -278,20 +278,23 @@ class ToG(Method):
 
     async def score_relation_names(self, question: str, chain: Chain, names: list[str], trace: Trace) -> list[tuple[str, float]]:
         """ToG's relation pruning of one chain's relations (LLM, falling back to SBERT on an unusable reply)."""
-        wiki = _is_wiki(self.kgs[chain.kg])
-        common = dict(embedder=self.embedder, entity=chain.name, width=self.params.width, wiki=wiki)
+        common = dict(entity=chain.name, wiki=_is_wiki(self.kgs[chain.kg]))
+        sbert = PruneSettings(method="sbert", embedder=self.embedder, width=self.params.width)
         if self.params.pruning == "llm" and self.llm_ready:
             tap = _Tap(self.llm)
+            scoring = PruneSettings(method="llm", llm=tap, embedder=sbert.embedder, width=sbert.width,  # type: ignore[arg-type]
+                                    temperature=self.params.exploration_temperature, **self.limits("relations"))
             try:
-                return await score_relations(question, names, method="llm", llm=tap, temperature=self.params.exploration_temperature,  # type: ignore[arg-type]
-                                             **self.limits("relations"), **common)
+                return await score_relations(question, names, scoring, **common)
             except LLMError as exc:
                 if not tap.replied:
                     raise
                 charge("parse_fallbacks")
                 trace.warnings.append(f"relation pruning of {chain.name}: {exc}; used sbert")
-                return await score_relations(question, names, method="sbert", **common)
-        return await score_relations(question, names, method=self.params.pruning if self.params.pruning != "llm" else "sbert", **common)
+                return await score_relations(question, names, sbert, **common)
+        method = self.params.pruning if self.params.pruning != "llm" else "sbert"
+        return await score_relations(question, names, PruneSettings(method=method, embedder=sbert.embedder,  # type: ignore[arg-type]
+                                                                    width=sbert.width), **common)
 
     async def entity_step(self, hops: Sequence[Hop]) -> list[tuple[Hop, list[Edge]]]:
         """Neighbours over every chosen (entity, relation, direction) of the hop, one batch per KG."""
@@ -322,9 +325,10 @@ class ToG(Method):
             named = self._rng(hop).sample(named, self.params.retain)
         method = "llm" if llm else (self.params.pruning if self.params.pruning != "llm" else "sbert")
         relation = self._relation_name(hop, edges[0])
-        scores = await score_entities(question, [e.label or UNNAMED for e in named], relation=relation, method=method,
-                                      llm=self.llm, embedder=self.embedder, wiki=_is_wiki(self.kgs[hop.chain.kg]),
-                                      temperature=self.params.exploration_temperature, **self.limits("entities"))
+        scoring = PruneSettings(method=method, llm=self.llm, embedder=self.embedder,  # type: ignore[arg-type]
+                                temperature=self.params.exploration_temperature, **self.limits("entities"))
+        scores = await score_entities(question, [e.label or UNNAMED for e in named], scoring, relation=relation,
+                                      wiki=_is_wiki(self.kgs[hop.chain.kg]))
         return [hop.chain.extend(e, hop.score * s) for e, (_, s) in zip(named, scores)]
 
     def _relation_name(self, hop: Hop, edge: Edge) -> str:

@@ -40,7 +40,7 @@ from ...cache.costs import charge
 from ..text.context import TOP_K, Passage, entity_pages, entity_scores, rank_pages
 from ..kg.facade import KG
 from ..toolbox.prompts import Group, extract_answer, parse_sufficient, tog2_reasoning_prompt
-from ..toolbox.pruning import score_entities
+from ..toolbox.pruning import PruneSettings, score_entities
 from .base import Result, Topics
 from .params import param
 from .tog import Chain, Hop, ToG, ToGParams, Trace, edge_triple
@@ -175,7 +175,8 @@ class ToG2(ToG):
         for hop, edges in expanded:
             if len(edges) > self.params.max_documents:
                 named = [e for e in edges if e.label]
-                scores = await score_entities(question, [e.label for e in named], method="sbert", embedder=self.embedder)
+                scores = await score_entities(question, [e.label or "" for e in named],
+                                              PruneSettings(method="sbert", embedder=self.embedder))
                 edges = [e for e, _ in sorted(zip(named, scores), key=lambda p: -p[1][1])[:self.params.max_documents]]
             chains.extend(hop.chain.extend(e, hop.score) for e in edges)
         return chains

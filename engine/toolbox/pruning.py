@@ -4,17 +4,27 @@ Pure scoring: no KG access. LLM scoring uses the verbatim ToG/PoG prompts of `pr
 `Embedder`; BM25 uses the `bm25s` library. Whenever the LLM is absent or `llm.available` is
 False, LLM scoring falls back to SBERT, so every function also runs LLM-free.
 
-    top = await score_relations(q, relations, method="llm", llm=llm, entity="Brahui Language", width=3)
-    keep = await pog_prune_paths(q, paths, strategy="fuzzy+precise", indicator=cot, llm=llm)
+How a step scores travels as one frozen `PruneSettings` the caller builds (the scorer, the LLM and the
+embedder, how many to keep, the LLM call's temperature, token cap, stop sequences and system prompt);
+PoG's beam search adds a `PathBeam` (strategy, W_max, W1, W2, D_max):
+
+    llm_scoring = PruneSettings(method="llm", llm=llm, embedder=embedder, width=3)
+    top = await score_relations(q, relations, llm_scoring, entity="Brahui Language")
+    keep = await pog_prune_paths(q, paths, llm_scoring, PathBeam("fuzzy+precise"), indicator=cot)
+
+The loose keywords of the old signatures (`method=`, `llm=`, `width=`, `temperature=` …) still work for one
+release, with a DeprecationWarning.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import re
-from collections.abc import Callable, Awaitable, Sequence
+import warnings
+from collections.abc import Callable, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ...cache.costs import charge
 from ...sparql.errors import KgfedError, LLMError
@@ -30,6 +40,62 @@ METHODS = ("llm", "sbert", "bm25")
 # PoG's Algorithm 2 (appendix A.2): the four beam-search cases, from LLM-free to fully LLM-reliant.
 POG_STRATEGIES = ("fuzzy", "fuzzy+precise", "fuzzy+branch", "fuzzy+branch+precise")
 PATHS_PER_CALL = 40  # PoG/HydraRAG show the LLM at most 40 numbered paths per selection call
+
+
+@dataclass(frozen=True)
+class PruneSettings:
+    """How a pruning step scores, built once by the caller: the scorer and what it keeps, and the LLM call.
+
+    `method`: llm | sbert | bm25 (llm falls back to SBERT when `llm` is absent or unavailable); `width`: how
+    many to keep (None: all; entity scoring keeps every candidate); `temperature`, `max_tokens`, `stop`: the
+    LLM call's; `system`: the system prompt, None for the prompt family's own (ToG's relation and entity
+    prompts: `TOG_SYSTEM`; PoG's path selection: none)."""
+
+    method: ScoreMethod = "llm"
+    llm: LLM | None = None
+    embedder: Embedder | None = None
+    width: int | None = 3
+    temperature: float = PRUNING_TEMPERATURE
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    stop: Sequence[str] | None = None
+    system: str | None = None
+
+    def llm_call(self, default_system: str | None) -> dict[str, Any]:
+        """The keyword arguments of `LLM.complete` for one call of a prompt whose own system prompt is `default_system`."""
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "system": self.system or default_system,
+                "stop": list(self.stop) if self.stop else None}
+
+
+@dataclass(frozen=True)
+class PathBeam:
+    """PoG's beam search (Algorithm 2): the strategy (one of `POG_STRATEGIES`), W_max (`width`), W1, W2, D_max."""
+
+    strategy: str = "fuzzy+precise"
+    width: int = 3
+    w1: int = 80
+    w2: int = 20
+    max_depth: int = 3
+
+
+SBERT_PATHS = PruneSettings(method="sbert")  # score_paths' default: SBERT similarity, top 3
+_SETTINGS = frozenset(f.name for f in dataclasses.fields(PruneSettings))
+_BEAM = frozenset(f.name for f in dataclasses.fields(PathBeam))
+
+
+def _legacy(function: str, settings: PruneSettings, legacy: Mapping[str, Any], *, allowed: frozenset[str] = _SETTINGS,
+            beam: PathBeam | None = None) -> tuple[PruneSettings, PathBeam | None]:
+    """`settings` (and `beam`) with the old loose keywords applied, warning that they are deprecated."""
+    if not legacy:
+        return settings, beam
+    unknown = sorted(set(legacy) - allowed)
+    if unknown:
+        raise TypeError(f"{function}() got an unexpected keyword argument {unknown[0]!r}")
+    warnings.warn(f"{function}(..., {'=..., '.join(sorted(legacy))}=...) is deprecated: pass the settings as "
+                  "PruneSettings(...)" + (" and PathBeam(...)" if beam is not None else ""), DeprecationWarning, stacklevel=3)
+    settings = dataclasses.replace(settings, **{k: v for k, v in legacy.items() if k in _SETTINGS and not (beam and k in _BEAM)})
+    if beam is not None:
+        beam = dataclasses.replace(beam, **{k: v for k, v in legacy.items() if k in _BEAM})
+    return settings, beam
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -78,82 +144,78 @@ def _uniform_if_zero(scores: list[float]) -> list[float]:
     return scores
 
 
-async def score_relations(question: str, relations: Sequence[str], *, method: ScoreMethod = "llm",
-                          llm: LLM | None = None, embedder: Embedder | None = None, entity: str = "",
-                          width: int = 3, wiki: bool = False, temperature: float = PRUNING_TEMPERATURE,
-                          max_tokens: int = DEFAULT_MAX_TOKENS, system: str | None = TOG_SYSTEM,
-                          stop: Sequence[str] | None = None) -> list[tuple[str, float]]:
-    """The top-`width` (relation, score) pairs for the question, best first.
+async def score_relations(question: str, relations: Sequence[str], settings: PruneSettings = PruneSettings(), *,
+                          entity: str = "", wiki: bool = False, **legacy: Any) -> list[tuple[str, float]]:
+    """The top-`settings.width` (relation, score) pairs for the question, best first.
 
     Candidates are de-duplicated and sorted first, as ToG does, so the prompt (and its replay key)
     does not depend on the KG's answer order. `llm`: ToG's relation prompt about topic `entity`
     (ToG itself samples at EXPLORATION_TEMPERATURE). `sbert`/`bm25`: similarity of the question
     to the relation's words, all-zero scores made equal (ToG).
     """
-    _check_method(method)
+    settings, _ = _legacy("score_relations", settings, legacy)
+    method = _check_method(settings.method)
     candidates = sorted(set(relations))
     if not candidates:
         return []
-    if method == "llm" and llm_ready(llm):
-        prompt = tog_relation_prompt(question, entity, candidates, width, wiki=wiki)
-        reply = await llm.complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system,
-                                   stop=list(stop) if stop else None)
+    width = settings.width
+    if method == "llm" and settings.llm is not None and llm_ready(settings.llm):
+        prompt = tog_relation_prompt(question, entity, candidates, width if width is not None else len(candidates), wiki=wiki)
+        reply = await settings.llm.complete(prompt, **settings.llm_call(TOG_SYSTEM))
         return _top(parse_relation_scores(reply.text, candidates), width)
     method = "sbert" if method == "llm" else method
-    scores = _uniform_if_zero(await _similarities(method, question, [relation_text(r) for r in candidates], embedder))
+    scores = _uniform_if_zero(await _similarities(method, question, [relation_text(r) for r in candidates], settings.embedder))
     return _top(list(zip(candidates, scores)), width)
 
 
-async def score_entities(question: str, candidates: Sequence[str], *, relation: str = "", method: ScoreMethod = "llm",
-                         llm: LLM | None = None, embedder: Embedder | None = None, wiki: bool = False,
-                         temperature: float = PRUNING_TEMPERATURE, max_tokens: int = DEFAULT_MAX_TOKENS,
-                         system: str | None = TOG_SYSTEM, stop: Sequence[str] | None = None) -> list[tuple[str, float]]:
+async def score_entities(question: str, candidates: Sequence[str], settings: PruneSettings = PruneSettings(), *,
+                         relation: str = "", wiki: bool = False, **legacy: Any) -> list[tuple[str, float]]:
     """(candidate, score) for every candidate name, in the input order, scores summing to 1.
 
     A single candidate scores 1 without a call (ToG). `llm`: ToG's entity-scoring prompt over the
     candidates sorted by name (ToG's order), mapped back; `sbert`/`bm25`: similarity to the question.
+    `settings.width` does not apply: every candidate is scored.
     """
-    _check_method(method)
+    settings, _ = _legacy("score_entities", settings, legacy)
+    method = _check_method(settings.method)
     names = list(candidates)
     if len(names) <= 1:
         return [(name, 1.0) for name in names]
-    if method == "llm" and llm_ready(llm):
+    if method == "llm" and settings.llm is not None and llm_ready(settings.llm):
         order = sorted(range(len(names)), key=lambda i: names[i])
         shown = [names[i] for i in order]
-        reply = await llm.complete(tog_entity_prompt(question, relation, shown, wiki=wiki),
-                                   temperature=temperature, max_tokens=max_tokens, system=system,
-                                   stop=list(stop) if stop else None)
+        reply = await settings.llm.complete(tog_entity_prompt(question, relation, shown, wiki=wiki),
+                                            **settings.llm_call(TOG_SYSTEM))
         scores = [0.0] * len(names)
         for i, score in zip(order, parse_entity_scores(reply.text, shown)):
             scores[i] = score
         return list(zip(names, scores))
     method = "sbert" if method == "llm" else method
-    raw = [max(0.0, s) for s in await _similarities(method, question, names, embedder)]
+    raw = [max(0.0, s) for s in await _similarities(method, question, names, settings.embedder)]
     total = sum(raw)
     scores = [s / total for s in raw] if total > 0 else [1.0 / len(names)] * len(names)
     return list(zip(names, scores))
 
 
-async def score_paths(question: str, paths: Sequence[str], *, method: ScoreMethod = "sbert", llm: LLM | None = None,
-                      embedder: Embedder | None = None, query: str | None = None, analysis: str = "", width: int | None = 3,
-                      temperature: float = PRUNING_TEMPERATURE, max_tokens: int = DEFAULT_MAX_TOKENS,
-                      system: str | None = None, stop: Sequence[str] | None = None) -> list[tuple[str, float]]:
-    """The top-`width` (path text, score) pairs, best first.
+async def score_paths(question: str, paths: Sequence[str], settings: PruneSettings = SBERT_PATHS, *,
+                      query: str | None = None, analysis: str = "", **legacy: Any) -> list[tuple[str, float]]:
+    """The top-`settings.width` (path text, score) pairs, best first.
 
     `sbert`/`bm25`: similarity of `query` (e.g. PoG's thinking indicator; default the question) to
     each path. `llm`: PoG's precise path selection; the i-th chosen path scores 1/(i+1).
     """
-    _check_method(method)
+    settings, _ = _legacy("score_paths", settings, legacy)
+    method = _check_method(settings.method)
     texts = list(paths)
     if not texts:
         return []
-    if method == "llm" and llm_ready(llm):
-        selector = _Selector(question, analysis, query or question, llm, embedder, temperature, max_tokens, system, stop)
-        chosen = await selector.precise(texts, width or len(texts))
+    if method == "llm" and llm_ready(settings.llm):
+        selector = _Selector(question, analysis, query or question, settings)
+        chosen = await selector.precise(texts, settings.width or len(texts))
         return [(texts[i], 1.0 / (rank + 1)) for rank, i in enumerate(chosen)]
     method = "sbert" if method == "llm" else method
-    scores = await _similarities(method, query or question, texts, embedder)
-    return _top(list(zip(texts, scores)), width)
+    scores = await _similarities(method, query or question, texts, settings.embedder)
+    return _top(list(zip(texts, scores)), settings.width)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,11 +264,9 @@ def _names(item: str, entity: str) -> bool:
 class _Selector:
     """Fuzzy (SBERT) and precise (LLM, SBERT when LLM-free) selection over path texts."""
 
-    def __init__(self, question: str, analysis: str, query: str, llm: LLM | None, embedder: Embedder | None,
-                 temperature: float, max_tokens: int, system: str | None, stop: Sequence[str] | None = None):
+    def __init__(self, question: str, analysis: str, query: str, settings: PruneSettings):
         self.question, self.analysis, self.query = question, analysis, query
-        self.llm, self.embedder = llm, embedder
-        self.temperature, self.max_tokens, self.system, self.stop = temperature, max_tokens, system, stop
+        self.llm, self.embedder, self.settings = settings.llm, settings.embedder, settings
 
     async def fuzzy(self, texts: Sequence[str], k: int) -> list[int]:
         """Indices of the k texts most similar to the query (indicator), best first."""
@@ -216,9 +276,9 @@ class _Selector:
         return sorted(range(len(texts)), key=lambda i: -scores[i])[:k]
 
     async def _ask(self, texts: Sequence[str]) -> list[int]:
+        assert self.llm is not None  # only asked when llm_ready(self.llm)
         reply = await self.llm.complete(pog_path_select_prompt(self.question, self.analysis, texts),
-                                        temperature=self.temperature, max_tokens=self.max_tokens, system=self.system,
-                                        stop=list(self.stop) if self.stop else None)
+                                        **self.settings.llm_call(None))
         try:
             return parse_path_selection(reply.text, len(texts))
         except LLMError:  # an unusable selection: rank this batch by similarity instead of failing the question
@@ -241,13 +301,10 @@ class _Selector:
         return alive[:k]
 
 
-async def pog_prune_paths(question: str, paths: Sequence[str | Sequence[str]], *, strategy: str = "fuzzy+precise",
-                          indicator: str = "", analysis: str = "", entities: Sequence[str] | None = None,
-                          llm: LLM | None = None, embedder: Embedder | None = None, width: int = 3, w1: int = 80,
-                          w2: int = 20, max_depth: int = 3, temperature: float = PRUNING_TEMPERATURE,
-                          max_tokens: int = DEFAULT_MAX_TOKENS, system: str | None = None,
-                          stop: Sequence[str] | None = None) -> list[int]:
-    """Indices of the paths PoG's beam search keeps (at most `width` = W_max), best first.
+async def pog_prune_paths(question: str, paths: Sequence[str | Sequence[str]], settings: PruneSettings = PruneSettings(),
+                          beam: PathBeam = PathBeam(), *, indicator: str = "", analysis: str = "",
+                          entities: Sequence[str] | None = None, **legacy: Any) -> list[int]:
+    """Indices of the paths PoG's beam search keeps (at most `beam.width` = W_max), best first.
 
     Strategies (Algorithm 2): `fuzzy` — SBERT top-W_max against the indicator; `fuzzy+precise` —
     SBERT top-W1, then the LLM picks W_max (PoG's default); `fuzzy+branch` — SBERT top-W1, then
@@ -258,23 +315,27 @@ async def pog_prune_paths(question: str, paths: Sequence[str | Sequence[str]], *
     (entity by entity, so the intersection never empties the candidate set).
 
     Paths are PoG strings (`{e} - { -> r ->} - {e}`), kgfed `render_path` strings, or item lists
-    `[entity, relation, entity, ...]`. Without an available LLM every LLM step is SBERT top-W.
+    `[entity, relation, entity, ...]`. Without an available LLM every LLM step is SBERT top-W. The LLM,
+    embedder and LLM call come from `settings` (its `method` and `width` do not apply: `beam` says).
     """
+    settings, found = _legacy("pog_prune_paths", settings, legacy, allowed=_SETTINGS | _BEAM, beam=beam)
+    beam = found or beam
+    strategy, width = beam.strategy, beam.width
     if strategy not in POG_STRATEGIES:
         raise KgfedError(f"unknown PoG pruning strategy {strategy!r}: use one of {', '.join(POG_STRATEGIES)}")
     parsed = [_Path.of(p) for p in paths]
     texts = [p.text for p in parsed]
-    selector = _Selector(question, analysis, indicator or question, llm, embedder, temperature, max_tokens, system, stop)
+    selector = _Selector(question, analysis, indicator or question, settings)
     if strategy == "fuzzy":
         return await selector.fuzzy(texts, width)
-    alive = await selector.fuzzy(texts, w1)
+    alive = await selector.fuzzy(texts, beam.w1)
     if strategy == "fuzzy+precise":
         return [alive[i] for i in await selector.precise([texts[i] for i in alive], width)]
     if entities is None:
         entities = list(dict.fromkeys([p.items[0] for p in parsed] + [p.items[-1] for p in parsed]))
     if strategy == "fuzzy+branch":
-        return await _branch_reduce(parsed, alive, width, max_depth, entities, selector.precise)
-    alive = await _branch_reduce(parsed, alive, w2, max_depth, entities, selector.precise)
+        return await _branch_reduce(parsed, alive, width, beam.max_depth, entities, selector.precise)
+    alive = await _branch_reduce(parsed, alive, beam.w2, beam.max_depth, entities, selector.precise)
     return [alive[i] for i in await selector.precise([texts[i] for i in alive], width)]
 
 
