@@ -243,3 +243,46 @@ def test_a_method_declared_the_old_way_still_runs_with_a_deprecation_warning(kgs
         Old(kgs, NoLLM(), hops=0)
     with pytest.raises(KgfedError, match=r"unknown old parameter\(s\) width: use some of depth, hops, tags, threshold, web"):
         Old(kgs, NoLLM(), width=1)
+
+
+# -- what reads the dataclasses: the CLI and the docs --------------------------------------------------------
+def test_param_help_lists_the_methods_parameters_from_its_dataclass(capsys):
+    from kgfed.engine.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["ask", "Who?", "-m", "proh", "--param", "help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("proh parameters (--param KEY=VALUE")
+    assert len(out.strip().splitlines()) == 1 + len(dataclasses.fields(get_method("proh").Params))
+    beam = next(line for line in out.splitlines() if line.strip().startswith("beam"))
+    assert beam.split()[:5] == ["beam", "(--width)", "int", "3", ">="] and "beam width of the hyperedge search" in beam
+    assert any(line.split()[:4] == ["hop_width", "int", "|", "None"] for line in out.splitlines())
+
+
+def test_the_width_and_depth_help_names_each_methods_parameter():
+    import argparse
+
+    from kgfed.engine.cli.method_options import add_method_options
+
+    parser = argparse.ArgumentParser()
+    add_method_options(parser)
+    helps = {a.dest: a.help for a in parser._actions}
+    for name, (width, depth) in WIDTH_DEPTH.items():
+        params = get_method(name).Params
+        assert params.ALIASES.get("width", "width") == width and params.ALIASES.get("depth", "depth") == depth
+        assert f" {width}" in helps["width"] and f" {depth}" in helps["depth"]
+
+
+def test_the_docs_tables_are_the_dataclasses():
+    from pathlib import Path
+
+    from kgfed.engine.methods.params import DOCS_BLOCK, sync_docs
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "methods"
+    covered = set()
+    for page in sorted(docs.glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        covered |= {m.group(1) for m in DOCS_BLOCK.finditer(text)}
+        assert sync_docs(text) == text, f"{page.name}: run python -m kgfed.engine.methods.params docs/methods/*.md"
+    assert covered == set(REGISTRY)

@@ -20,16 +20,22 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
                              "of kgfed's own; the LLM host's HTTP cap, 16, still holds). 429/503/529 answers pause every "
                              "call and are retried (docs/llm.md)")
     parser.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
-                        help="method parameter, repeatable (values parsed as JSON when they can be: width=3, pruning=bm25)")
+                        help="method parameter, repeatable (values parsed as JSON when they can be: width=3, pruning=bm25); "
+                             "--param help lists the method's parameters, types, defaults and bounds")
     parser.add_argument("--width", type=int, help="beam width (the method's own name: ToG/ToG-2/INSES width, PoG/HydraRAG max_width, PRoH beam)")
     parser.add_argument("--depth", type=int, help="maximum depth (ToG/ToG-2 depth, PoG/HydraRAG/PRoH max_depth, INSES max_iter)")
     parser.add_argument("--text", metavar="SOURCE", help="text source for methods that read passages: file:PATH.jsonl | wikipedia | demo")
 
 
 def method_params(args: argparse.Namespace) -> dict[str, Any]:
-    """--param KEY=VALUE pairs (JSON values when they parse) plus --width/--depth."""
+    """--param KEY=VALUE pairs (JSON values when they parse) plus --width/--depth.
+
+    `--param help` prints the method's parameters (`params_listing`) and exits 0, as --help does."""
     params: dict[str, Any] = {}
     for item in getattr(args, "param", None) or []:
+        if item.strip().lower() in ("help", "list"):
+            print(params_listing(getattr(args, "method", None) or "tog"))
+            raise SystemExit(0)
         key, sep, value = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not key.isidentifier():
@@ -45,6 +51,28 @@ def method_params(args: argparse.Namespace) -> dict[str, Any]:
                 raise KgfedError(f"--{name} must be at least 1")
             params[name] = value
     return params
+
+
+def params_listing(method: str) -> str:
+    """The parameters of `method` (a registry name or package.module:Class) as text, read from its `Params`
+    dataclass: name, type, default, bounds or choices, the CLI names that mean it, and its help line."""
+    from ..harness.runner import method_class
+    from ..methods.params import shown
+
+    cls = method_class(method)
+    rows = cls.Params.describe()
+    if not rows:
+        return f"{cls.name} takes no parameters"
+    cells = []
+    for row in rows:
+        accepts = (f"one of {', '.join(map(str, row['choices']))}" if row["choices"]
+                   else f">= {row['low']:g}" if row["low"] is not None else "")
+        names = row["name"] + "".join(f" (--{alias})" for alias in row["aliases"])
+        cells.append((names, row["type"], shown(row["default"]), accepts, row["help"]))
+    widths = [max(len(c[i]) for c in cells) for i in range(4)]
+    lines = [f"{cls.name} parameters (--param KEY=VALUE; values cast to the type, checked against the bounds):"]
+    lines += ["  " + "  ".join(c[i].ljust(widths[i]) for i in range(4)) + ("  " + c[4] if c[4] else "") for c in cells]
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def run_spec(args: argparse.Namespace):

@@ -116,16 +116,19 @@ _MENTION = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:of|the|de|and|[A-Z][\w'’.-]
 class HydraParams(PoGParams):
     """HydraRAG's parameters (paper defaults; PoG's, with W1=100): see `HydraRAG`."""
 
-    w1: int = param(100, low=1, help="paths kept by the fuzzy (SBERT) selection")
-    lambda_sem: float = param(0.7, help="weight of the semantic part of the relevance score")
-    alpha_cross: float = param(0.7, help="weight of relevance against support in the cross-score")
-    alphas: tuple[float, ...] = param(ALPHAS, help="alpha_k per source type")
-    rho: dict[str, float] = param(factory=lambda: dict(RHO), help="reliability per source type")
-    gamma: float = param(0.8, help="support similarity threshold")
-    web: WebSearch | None = param(None, help="a WebSearch provider (Python only)")
-    select_sources: bool = param(True, help="run the agentic source selector when an LLM is present")
-    relevance_pool: int | None = param(None, help="KG candidate paths embedded for the relevance ranking "
-                                       "(0: all; None: 4·W1 with an LLM, LLM-free 80)")
+    w1: int = param(100, low=1, help="relevance top-W1; also the per-depth beam while growing trees")
+    w2: int = param(20, low=1, help="the cross-score's top-W2")
+    lambda_sem: float = param(0.7, help="λsem (λent = 1 − λsem)")
+    alpha_cross: float = param(0.7, help="α_cross")
+    alphas: tuple[float, ...] = param(ALPHAS, help="α_1..3 (the paper's 0.33, taken as 1/3 so that Σα = 1)")
+    rho: dict[str, float] = param(factory=lambda: dict(RHO), help="source reliability ρ (f1)")
+    gamma: float = param(0.8, help="cosine threshold of Supp(p) (the paper names γ without a value)")
+    web: WebSearch | None = param(None, help="a `WebSearch` provider (`name`, `async search(query, limit) -> "
+                                  "list[WebDoc]`; Python only); none ships")
+    select_sources: bool = param(True, help="ask the LLM's agentic source selector (LLM-free: every available source)")
+    relevance_pool: int | None = param(None, help="KG candidate paths embedded for s_rel: the N best by the beam's step "
+                                       "score; 0: every candidate (Algorithm 4 as printed); None: 4·W1 with an LLM, "
+                                       "LLM-free 80 (PoG's W1; at most W1)")
 
 
 class HydraRAG(PoG):

@@ -27,6 +27,8 @@ release, with a DeprecationWarning.
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 import types
 import typing
 import warnings
@@ -255,10 +257,25 @@ class MethodParams:
 
 
 def _annotation_text(annotation: Any) -> str:
-    """`int`, `int | None`, `tuple[str, ...]`: an annotation as a reader writes it."""
+    """`int`, `int | None`, `tuple[str, ...]`, `WebSearch | None`: an annotation as a reader writes it."""
     if isinstance(annotation, type) and not typing.get_args(annotation):
         return annotation.__name__
-    return str(annotation).replace("typing.", "").replace("NoneType", "None")
+    return re.sub(r"(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*)", r"\1", str(annotation)).replace("NoneType", "None")
+
+
+def shown(value: Any) -> str:
+    """A default as `--param KEY=VALUE` reads it (JSON), floats to 4 significant digits: `null`, `true`, `[0.3333, 0.5]`."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, float):
+        return repr(value) if len(repr(value)) <= 6 else f"{value:.4g}"
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(shown(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {shown(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (int, str)):
+        return json.dumps(value)
+    return repr(value)
 
 
 def legacy_params(name: str, base: type[MethodParams], declared: Mapping[str, Any],
@@ -281,3 +298,51 @@ def legacy_params(name: str, base: type[MethodParams], declared: Mapping[str, An
         fields.append((key, annotation, made))
     namespace = {"ALIASES": dict(aliases if aliases is not None else base.ALIASES)}
     return dataclasses.make_dataclass(name, fields, bases=(base,), frozen=True, namespace=namespace)
+
+
+# -- the docs' parameter tables ------------------------------------------------------------------------------
+DOCS_BLOCK = re.compile(r"<!-- params: (\S+) .*?-->\n.*?<!-- /params -->", re.S)
+
+
+def markdown_table(method: str) -> str:
+    """The parameter table of registry method `method` for docs/methods/*.md, read from its `Params`."""
+    from . import get_method
+
+    cls = get_method(method)
+    lines = [f"<!-- params: {method} (generated from {cls.Params.__name__} by `python -m kgfed.engine.methods.params "
+             "docs/methods/*.md`: edit the dataclass, not this table) -->",
+             "| parameter | type | default | accepts | meaning |", "|---|---|---|---|---|"]
+    for row in cls.Params.describe():
+        names = f"`{row['name']}`" + "".join(f" (`--{a}`)" for a in row["aliases"])
+        if row["name"] in ("width", "depth") and not row["aliases"]:
+            names += f" (`--{row['name']}`)"
+        accepts = (" \\| ".join(f"`{c}`" for c in row["choices"]) if row["choices"]
+                   else f"≥ {row['low']:g}" if row["low"] is not None else "")
+        meaning = row["help"].replace("|", "\\|")
+        lines.append(f"| {names} | `{row['type']}` | `{shown(row['default'])}` | {accepts} | {meaning} |")
+    return "\n".join(lines + ["<!-- /params -->"])
+
+
+def sync_docs(text: str) -> str:
+    """`text` with every `<!-- params: NAME … -->` … `<!-- /params -->` block regenerated."""
+    return DOCS_BLOCK.sub(lambda m: markdown_table(m.group(1)), text)
+
+
+def main(paths: list[str]) -> int:
+    """Regenerate the parameter tables in the given Markdown files; prints the ones that changed."""
+    from pathlib import Path
+
+    for path in paths:
+        file = Path(path)
+        old = file.read_text(encoding="utf-8")
+        new = sync_docs(old)
+        if new != old:
+            file.write_text(new, encoding="utf-8")
+            print(f"updated {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))

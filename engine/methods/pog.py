@@ -345,18 +345,18 @@ class PoGParams(MethodParams):
     """PoG's parameters (paper defaults); `width`/`depth` (kgfed ask --width/--depth) mean max_width/max_depth."""
 
     ALIASES: ClassVar[Mapping[str, str]] = {"width": "max_width", "depth": "max_depth"}
-    max_width: int = param(3, low=1, help="W_max, paths kept by the beam search")
-    max_depth: int = param(3, low=1, help="D_max, hops of the question subgraph G_q")
-    w1: int = param(80, low=1, help="paths kept by the fuzzy (SBERT) selection")
-    w2: int = param(20, low=1, help="branch-reduced width of the 3-step strategy")
-    strategy: str = param("fuzzy+precise", choices=tuple(POG_STRATEGIES), help="the beam-search pruning strategy")
-    relation_width: int | None = param(None, help="relations followed per entity while building G_q (None: all)")
-    neighbor_limit: int | None = param(None, help="neighbours kept per (entity, relation) (None: all)")
-    align: tuple[str, ...] | None = param(("p646", "label"), help="alignment methods between KGs (add sbert for "
-                                          "embedding alignment); None: no alignment")
-    expand_phase: bool = param(True, help="run node-expand exploration")
-    supplement_phase: bool = param(True, help="run the LLM supplement phase")
-    max_tokens: int = param(256, help="reply cap per LLM call")
+    max_width: int = param(3, low=1, help="W_max: paths kept after pruning")
+    max_depth: int = param(3, low=1, help="D_max: subgraph radius and deepest path")
+    w1: int = param(80, low=1, help="fuzzy top-W1; also the per-depth beam while growing trees")
+    w2: int = param(20, low=1, help="the 3-step strategy's branch-reduced width")
+    strategy: str = param("fuzzy+precise", choices=tuple(POG_STRATEGIES), help="PoG's Algorithm 2 case")
+    relation_width: int | None = param(None, help="relations per entity while building G_q (None: all, as the papers)")
+    neighbor_limit: int | None = param(None, help="neighbours per (entity, relation) while building G_q (None: all)")
+    align: tuple[str, ...] | None = param(("p646", "label"), help="entity alignment between KGs (`subgraph.expand`); "
+                                          "add sbert for embedding alignment (~10x slower); None: none")
+    expand_phase: bool = param(True, help="run PoG's second phase (node-expand exploration)")
+    supplement_phase: bool = param(True, help="run PoG's third phase (LLM supplement paths)")
+    max_tokens: int = param(256, help="per LLM call (the papers' 256)")
     stop_sequences: bool = param(False, help="cap each reply per prompt kind and end it at the kind's stop sequences")
 
 
