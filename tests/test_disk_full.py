@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -27,7 +28,7 @@ from kgfed.engine.cli import main
 from kgfed.engine.harness.extract import extract, read_topics
 from kgfed.engine.harness.files import DiskError, LineLog, drop_partial_line
 from kgfed.engine.kg import KG
-from kgfed.engine.methods.base import Method, Result
+from kgfed.engine.methods.base import Method, MethodParams, Result
 from kgfed.sparql.errors import KgfedError
 
 from .conftest import CWQ_NT, CWQ_QUESTIONS, need
@@ -255,21 +256,28 @@ def test_a_full_cache_root_at_open_stops_with_one_line(tmp_path, tiny_disk, caps
     assert err.count("\n") == 1 and "cannot open the cache" in err and ("disk is full" in err or "No space" in err)
 
 
+@dataclass(frozen=True)
+class FirstRelationParams(MethodParams):
+    fail_below: int = 0
+    fill: str = ""  # fill=DIR: another process fills that disk as the first question starts
+
+
 class FirstRelation(Method):
     """A small LLM-free method: the topic's first outgoing relation and its first neighbour; questions
     whose id ends in a digit below `fail_below` fail (to see them named in the summary)."""
 
     name = "first-relation"
-    PARAMS = {"fail_below": 0, "fill": ""}  # fill=DIR: another process fills that disk as the first question starts
+    Params = FirstRelationParams
+    params: FirstRelationParams
 
     async def _answer(self, question: str, topics) -> Result:
-        if self.params["fill"] and not (Path(self.params["fill"]) / "filler").exists():
-            TinyDisk(Path(self.params["fill"])).fill()
+        if self.params.fill and not (Path(self.params.fill) / "filler").exists():
+            TinyDisk(Path(self.params.fill)).fill()
         kg_name, ids = next(((n, ids) for n, ids in topics.items() if ids), (None, None))
         if kg_name is None:
             return Result(question, "")
         kg, topic = self.kgs[kg_name], sorted(ids)[0]
-        if int(self.params["fail_below"]) > int(topic[-1], 36) % 10:
+        if self.params.fail_below > int(topic[-1], 36) % 10:
             raise KgfedError(f"asked to fail for {topic}")
         relations = sorted(r.relation for r in await kg.relations(topic, "out") if "|" not in r.relation)
         edges = []
