@@ -45,21 +45,21 @@ __all__ = ["Session"]
 class Session:
     """The shared objects of one run: HTTP client, KGs, cache stores, LLM, embedder, text source.
 
-    `kgs`: the run's KGs (more with `add_kg`); `http`/`cache`: how it talks HTTP and caches; `llm`: an
+    `kgs`: the run's KGs (more with `add_kg`); `http`/`cache`: how it talks HTTP and caches (None: the defaults); `llm`: an
     LLM spec (`toolbox.llm.make_llm`) with `llm_concurrency` calls in flight for the whole run; `text`:
     a text-source spec (`wikipedia`, `demo`, `file:PATH`; None: no text source) read in `text_mode`
     with `maxlag`; `embeddings`: where the embedder keeps its vectors (a directory; False: nowhere;
-    None: the cache root's `embeddings` store, none with the cache off); `client`: an `HttpClient` to
+    None: the cache root's `embeddings` store, a directory or Redis; nowhere with the cache off); `client`: an `HttpClient` to
     use instead of building one (not closed by the session).
     """
 
-    def __init__(self, *, kgs: Sequence[KGSpec] = (), http: HttpOptions = HttpOptions(),
-                 cache: CacheOptions = CacheOptions(), llm: str = "none", llm_concurrency: int | None = None,
+    def __init__(self, *, kgs: Sequence[KGSpec] = (), http: HttpOptions | None = None,
+                 cache: CacheOptions | None = None, llm: str = "none", llm_concurrency: int | None = None,
                  text: str | None = None, text_mode: str = "extracts", maxlag: int | None = 5,
                  embeddings: str | bool | None = None, client: HttpClient | None = None):
         self.kg_specs = tuple(kgs)
-        self.http = http
-        self.cache = cache
+        self.http = http if http is not None else HttpOptions()
+        self.cache = cache if cache is not None else CacheOptions()
         self.llm_spec = llm
         self.llm_concurrency = llm_concurrency
         self.text_spec = text
@@ -184,15 +184,13 @@ class Session:
     @property
     def embedder(self) -> Any:
         """The run's sentence embedder over the cache root's vectors, made on first use (cheap: the model loads
-        on its first encode); None when the embeddings extra is not installed."""
+        on its first encode); None when sentence embeddings cannot run here (`toolbox.embeddings.missing_extra`)."""
         self._check_open()
         if not self._embedder_made:
-            import importlib.util
+            from .toolbox.embeddings import Embedder, missing_extra
 
             self._embedder_made = True
-            if importlib.util.find_spec("sentence_transformers") is not None:
-                from .toolbox.embeddings import Embedder
-
+            if missing_extra() is None:
                 self._embedder = Embedder(self._embeddings_location())
         return self._embedder
 
@@ -200,14 +198,10 @@ class Session:
     def embedder(self, value: Any) -> None:  # a caller's own embedder (tests; a library user's model): closed with the session
         self._embedder, self._embedder_made = value, True
 
-    def _embeddings_location(self) -> str | bool:
+    def _embeddings_location(self) -> Store | str | bool:
         if self.embeddings is not None:
             return self.embeddings
-        if not self.cache.enabled:
-            return False
-        from ..cache.root import CacheSpec
-
-        return str(CacheSpec.of(self.cache.root).directory("embeddings"))
+        return self.store("embeddings") if self.cache.enabled else False  # the root's store: on Redis too
 
     @property
     def text(self) -> Any:

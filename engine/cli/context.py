@@ -27,34 +27,38 @@ def register(command, add_source_options, add_cache_options) -> None:
 
 
 async def cmd_context(args: argparse.Namespace) -> int:
-    from contextlib import AsyncExitStack
-
-    from ...endpoints.client import DEFAULT_USER_AGENT, HttpClient
     from ...sparql.dialects import WIKIDATA, dialect_of
-    from .app import emit, open_kg
-    from ..text.context import entity_pages, open_text_source, rank_pages
+    from .app import cache_options, emit, http_options
+    from ..config import KGSpec
+    from ..session import Session
+    from ..text.context import entity_pages, rank_pages
     from ..text.passages import ChunkSpec
 
     if args.top_k < 1:
         raise KgfedError("--top-k must be at least 1")
     spec = args.text_source or default_text_source(args.endpoint)
     chunks = ChunkSpec(args.max_sentences, args.max_words, args.overlap)
-    async with AsyncExitStack() as stack:
-        client = None
-        if spec == "wikipedia":
-            client = await stack.enter_async_context(HttpClient(user_agent=args.user_agent or DEFAULT_USER_AGENT, timeout=args.timeout))
-        source = open_text_source(spec, client=client, cache_dir=args.cache_dir, cache=not args.no_cache,
-                                  offline=args.offline, mode=args.wiki_mode, maxlag=args.maxlag or None)
-        stack.push_async_callback(source.aclose)
+    # one session: the Wikipedia source and the KG (when ids need one) share its HttpClient, so --contact,
+    # --concurrency and the 429 pauses hold for both (one politeness domain per host)
+    async with Session(http=http_options(args), cache=cache_options(args), text=spec, text_mode=args.wiki_mode,
+                       maxlag=args.maxlag or None) as session:
+        source = session.text
         ids = [e for e in args.entities if dialect_of(e) is not None]  # the rest are Wikipedia titles
         needs_kg = any(not WIKIDATA.is_item(e) for e in ids) or (bool(ids) and not source.by_qid)  # mids need P646
         kg = None
         if needs_kg:
+            dialect = args.dialect or "wikidata"
             endpoint = args.endpoint or ("wikidata" if spec == "wikipedia" else None)
-            kg = await stack.enter_async_context(open_kg(args, endpoint, dialect=args.dialect or "wikidata"))
+            kg = session.add_kg(KGSpec(dialect, endpoint, dialect, partial=getattr(args, "partial", None),
+                                       fallbacks=tuple(getattr(args, "fallback", None) or ())))
+        embedder = session.embedder if args.ranker == "sbert" else None
+        if args.ranker == "sbert" and embedder is None:
+            from ..toolbox.embeddings import missing_extra
+
+            raise KgfedError(f"{missing_extra() or 'no sentence embedder'}; or rank with --ranker bm25")
         pages = await entity_pages(args.entities, text_source=source, kg=kg)
         passages = await rank_pages(args.question, pages, top_k=args.top_k, ranker=args.ranker, chunks=chunks,
-                                    path_text=args.path_text)
+                                    path_text=args.path_text, embedder=embedder)
     for entity, page in pages.items():
         if not page.text:
             print(f"kgfed: warning: {entity}: no text ({page.reason or 'empty page'})", file=sys.stderr)

@@ -3,10 +3,10 @@
     kgfed mcp                                             # stdio, the demo KGs (Freebase + Wikidata)
     kgfed mcp --transport http --port 8765 --kg wikidata --endpoint wikidata=wikidata
 
-One `Engine` is opened per server run and shared by every session and every tool call: the KGs from
-`--kg/--endpoint` (through `open_kgs`, so one response cache, one HTTP client with its per-host caps,
-the same record/replay/offline switches as every command), one `Aligner`, and lazily the text source,
-the LLM and the embedder. Tools are thin: each validates its arguments (the dialects validate every
+One `Engine` is opened per server run and shared by every MCP session and every tool call, over one
+`kgfed.engine.session.Session`: the KGs from `--kg/--endpoint` (one response cache, one HTTP client with
+its per-host caps, the same record/replay/offline switches as every command), one `Aligner`, and lazily
+the text source, the LLM (an HTTP one on the same client) and the embedder. Tools are thin: each validates its arguments (the dialects validate every
 id before it reaches a query), runs the engine call inside `track()` so the result reports what it
 cost (SPARQL queries, cache hits, requests sent), and returns structured content (ids, labels, KG,
 direction) plus a compact text for the model. Every `KgfedError` becomes an MCP tool error carrying

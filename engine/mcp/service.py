@@ -1,7 +1,8 @@
 """The engine one `kgfed mcp` run shares, and what each tool does with it (no MCP SDK here).
 
-`Engine` holds the KGs (opened by `open_kgs` from `ServerOptions`), the aligner and, lazily, the text
-source, the LLM and the embedder; each tool is one `Engine` method returning (structured data, text).
+`Engine` holds the server's `Session` (`kgfed.engine.session`, built from `ServerOptions`: the KGs over one
+HttpClient, the cache stores, and lazily the text source, the LLM and the embedder, all on that client) and
+the aligner; each tool is one `Engine` method returning (structured data, text).
 The `sparql` method checks the query with `kgfed.sparql.guard` against the KG's `ServicePolicy` and runs
 it in a lane of its own under `endpoints.embedded.bounded` (see `server`'s docstring).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,6 +21,7 @@ from ...sparql.guard import ServicePolicy, analyse
 from ...sparql.secrets import redact
 from ..config import AlignOptions, CacheOptions, HttpOptions, KGSpec
 from ..federation.topics import topics_from_ids
+from ..session import Session
 from .schemas import (MAX_IDS, AlignmentOut, Cost, EdgeOut, HitOut, LabelOut, LinkOut, NodeOut, PassageOut,
                       PathOut, RelationOut, StepOut)
 
@@ -64,38 +66,33 @@ def _short(text: str | None, width: int = 60) -> str:
 
 
 class Engine:
-    """The KGs, aligner, text source, LLM and methods one `kgfed mcp` run shares across sessions."""
+    """The session (KGs, client, stores, text source, LLM, embedder), aligner and methods one `kgfed mcp` run
+    shares across MCP sessions."""
 
-    def __init__(self, options: ServerOptions, kgs: Mapping[str, Any]):
+    def __init__(self, options: ServerOptions, session: Session):
         self.options = options
-        self.kgs = kgs  # as `open_kgs` returns them: with the run's one HttpClient (`kgs.client`), closed with them
+        self.session = session
+        self.kgs = session.kgs  # over the session's one HttpClient, closed with it
         self._aligner = None
-        self._text = None
-        self._text_client = None
-        self._llm = None
-        self._embedder = None
         self._lock = asyncio.Lock()
         # the sparql tool's own lane: heavy user queries wait here, never in front of other tools' lookups
         self._sparql_lane = asyncio.Semaphore(max(1, options.query_workers))
 
     @classmethod
     def open(cls, options: ServerOptions) -> Engine:
-        from ..config import open_kgs
+        """The engine over a new session of `options` (its KGs opened now; text, LLM and embedder on first use)."""
+        from ..config import default_text_source
 
-        return cls(options, open_kgs(list(options.kgs), http=options.http, cache=options.cache))
+        text = options.text_source or default_text_source(*(kg.endpoint for kg in options.kgs))
+        session = Session(kgs=options.kgs, http=options.http, cache=options.cache, llm=options.llm,
+                          llm_concurrency=options.llm_concurrency, text=text)
+        return cls(options, session.open())
 
     async def aclose(self) -> None:
         from ...endpoints.embedded import stop_query_workers
-        from ..config import close_kgs
 
         stop_query_workers()  # queries still running end now (their callers get an error), so nothing waits on them
-        try:
-            for closer in (getattr(self._text, "aclose", None), getattr(self._llm, "aclose", None),
-                           getattr(self._text_client, "aclose", None)):
-                if closer is not None:
-                    await closer()
-        finally:
-            await close_kgs(self.kgs)
+        await self.session.aclose()
 
     # -- KG choice ---------------------------------------------------------------------------------
     def pick(self, kg: str | None) -> dict[str, Any]:
@@ -131,57 +128,29 @@ class Engine:
 
     # -- lazily built parts ------------------------------------------------------------------------
     def aligner(self, methods: Sequence[str] | None = None):
-        cache = self.options.cache.enabled
+        """The session's aligner with `--align` options (one, kept), or one with other `methods` for this call."""
         if methods:
-            return replace(self.options.align, methods=tuple(methods)).aligner(self.kgs, cache=cache)
+            return self.session.aligner(self.options.align, methods)
         if self._aligner is None:
-            self._aligner = self.options.align.aligner(self.kgs, cache=cache)
+            self._aligner = self.session.aligner(self.options.align)
         return self._aligner
 
     async def text_source(self):
+        """The session's text source (Wikipedia beside a live endpoint, else the demo extracts; `--text-source`)."""
         async with self._lock:
-            if self._text is None:
-                from ..config import default_text_source
-                from ..text.context import open_text_source
-
-                spec = self.options.text_source or default_text_source(*(kg.endpoint for kg in self.options.kgs))
-                client = None
-                if spec == "wikipedia":
-                    client = self._http_client()
-                cache = self.options.cache
-                self._text = open_text_source(spec, client=client, cache_dir=cache.root, cache=cache.enabled,
-                                              offline=cache.offline)
-            return self._text
-
-    def _http_client(self):
-        """The run's one HttpClient (shared by the KGs; `open_kgs` makes it), else one from the same options."""
-        shared = getattr(self.kgs, "client", None)
-        if shared is not None:
-            return shared
-        if self._text_client is None:
-            self._text_client = self.options.http.client()
-        return self._text_client
+            return self.session.text
 
     async def method(self, name: str, width: int | None, depth: int | None):
-        """A method object over the shared KGs, LLM (`--llm`), embedder and (tog2/hydra) text source."""
+        """A method object over the session's KGs, LLM (`--llm`), embedder and (tog2/hydra) text source."""
         async with self._lock:
-            if self._llm is None:
-                import importlib.util
-
-                from ..toolbox.llm import make_llm
-
-                self._llm = make_llm(self.options.llm, concurrency=self.options.llm_concurrency)
-                if importlib.util.find_spec("sentence_transformers") is not None:
-                    from ..toolbox.embeddings import default_embedder
-
-                    self._embedder = default_embedder()
+            llm, embedder = self.session.llm, self.session.embedder
         from ..methods import get_method
 
         cls = get_method(name)
         params = {k: v for k, v in (("width", width), ("depth", depth)) if v is not None}
         text = await self.text_source() if name in ("tog2", "hydra") else None
         try:
-            return cls(self.kgs, self._llm, embedder=self._embedder, text=text, **params)
+            return cls(self.kgs, llm, embedder=embedder, text=text, **params)
         except TypeError as exc:
             raise KgfedError(f"method {name!r} rejects its parameters ({exc}): check width/depth") from None
 
@@ -333,7 +302,15 @@ class Engine:
         source = await self.text_source()
         wikidata = next((g for g in self.kgs.values() if g.dialect.supports("sitelinks")), None)
         pages = await entity_pages(list(entities), text_source=source, kg=wikidata)
-        passages = await rank_pages(question, pages, top_k=top_k, ranker=ranker)  # type: ignore[arg-type]
+        embedder = None
+        if ranker == "sbert":  # the session's (None when sentence embeddings cannot run here)
+            async with self._lock:
+                embedder = self.session.embedder
+            if embedder is None:
+                from ..toolbox.embeddings import missing_extra
+
+                raise KgfedError(f"{missing_extra() or 'no sentence embedder'}; or give ranker bm25")
+        passages = await rank_pages(question, pages, top_k=top_k, ranker=ranker, embedder=embedder)  # type: ignore[arg-type]
         missing = {e: (p.reason or "empty page") for e, p in pages.items() if not p.text}
         out = [PassageOut(rank=i, entity=p.entity, title=p.title, text=p.text, score=round(p.score, 4), qid=p.qid,
                           section=p.section) for i, p in enumerate(passages, 1)]

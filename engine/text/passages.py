@@ -1,7 +1,7 @@
 """Page text → sentence-aware chunks → chunks ranked against a question (SBERT, or BM25 as the cheap ranker).
 
     chunks = chunk_text(page.text)                                # ≤ 3 sentences, ≤ 100 words, 1 shared
-    ranked = await rank(question, [c.text for c in chunks], top_k=10)   # [(index, score)], best first
+    ranked = await rank(question, [c.text for c in chunks], top_k=10, embedder=session.embedder)  # [(index, score)], best first
 
 Sentences come from pysbd, per paragraph (a line break always ends a sentence) and never cross a
 `== Heading ==` of a full-page extract; a chunk is always whole sentences, cut from the page text as
@@ -175,9 +175,10 @@ async def rank(
         raise KgfedError(f"unknown ranker {ranker!r}: use sbert or bm25")
     scored = with_context(texts, context)
     if ranker == "sbert":  # cosine of normalised vectors, cached by the Embedder
-        from ..toolbox.embeddings import default_embedder
-
-        scores = await (embedder or default_embedder()).similarity(question, scored)
+        if embedder is None:  # the caller's (a session's `embedder`): never one made up here
+            raise KgfedError("SBERT ranking needs an embedder: pass embedder= (a session's, or toolbox.embeddings."
+                             "Embedder()), or rank with ranker='bm25'")
+        scores = await embedder.similarity(question, scored)
     else:  # Okapi BM25 (bm25s, Lucene variant, English stopwords), the pruning toolbox's
         from ..toolbox.pruning import bm25_scores
 

@@ -1,0 +1,169 @@
+"""The session (`kgfed.engine.session.Session`): one HttpClient, KG set, store set, LLM, embedder and text
+source per run, opened once and closed once, and obtained from it by the CLI, the MCP server and the harness."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kgfed.cache.root import DiskStore
+from kgfed.endpoints.client import HttpClient
+from kgfed.endpoints.transport import MockTransport, Request, Response
+from kgfed.engine.cli import main
+from kgfed.engine.config import AlignOptions, CacheOptions, HttpOptions, KGSpec
+from kgfed.engine.data import DEMO_WIKIDATA
+from kgfed.engine.session import Session
+from kgfed.sparql.errors import Closed, KgfedError
+
+from .conftest import need
+from .live_services import no_user_config  # noqa: F401 (autouse)
+
+LIVE = (KGSpec("wikidata", "wikidata"), KGSpec("freebase", "qlever-freebase"))
+
+
+def uses(kg) -> HttpClient:
+    """The HttpClient a KG's endpoint sends with."""
+    return kg.endpoint.inner.client
+
+
+async def test_a_runs_wikipedia_source_and_kgs_share_one_client_with_contact_and_concurrency(tmp_path):
+    http = HttpOptions(contact="me@example.org", concurrency=2)
+    async with Session(kgs=LIVE, http=http, cache=CacheOptions(root=str(tmp_path)), text="wikipedia",
+                       llm="openai:http://127.0.0.1:9/v1#test-model") as session:
+        client = session.client
+        assert uses(session.kgs["wikidata"]) is uses(session.kgs["freebase"]) is client
+        assert session.text.client is client and session.llm._http() is client
+        assert client.contact == "me@example.org" and "me@example.org" in client.user_agent
+        # --concurrency caps every host, Wikipedia's API and the query services alike
+        assert client.limit_for("en.wikipedia.org") == client.limit_for("query.wikidata.org") == 2
+        assert client.limit_for("qlever.dev") == 2
+    assert client.closed
+
+
+async def test_the_shared_client_carries_the_contact_to_both_wikipedia_and_the_kg(tmp_path):
+    """Real requests through one client (a MockTransport in the services' shapes): both hosts see the
+    contact in the User-Agent, and the one client counts both requests."""
+    seen: list[tuple[str, str]] = []
+
+    async def services(request: Request) -> Response:
+        seen.append((request.host, request.headers.get("User-Agent", "")))
+        if request.host == "en.wikipedia.org":
+            return Response.of(200, {"batchcomplete": "", "query": {"pages": {"8091": {
+                "pageid": 8091, "ns": 0, "title": "Douglas Adams", "extract": "Douglas Adams was an English author."}}}})
+        asked = re.search(r"SELECT\s+(?:DISTINCT\s+)?((?:\?\w+\s*)+)WHERE", request.fields()["query"], re.IGNORECASE)
+        return Response.of(200, {"head": {"vars": asked[1].replace("?", "").split()}, "results": {"bindings": []}},
+                           content_type="application/sparql-results+json")
+
+    client = HttpClient.configured(contact="me@example.org", concurrency=2, transport=MockTransport(services))
+    async with Session(kgs=[KGSpec("wikidata", "wikidata")], cache=CacheOptions(enabled=False),
+                       text="wikipedia", client=client) as session:
+        pages = await session.text.pages(["Douglas Adams"])
+        assert "English author" in pages["Douglas Adams"].text
+        await session.kgs["wikidata"].sitelinks(["Q42"])
+        assert {host for host, _ in seen} == {"en.wikipedia.org", "query.wikidata.org"}
+        assert all("me@example.org" in agent for _, agent in seen)
+        assert client.stats["requests"] >= 2
+    assert not client.closed  # a client handed in is its owner's to close
+    await client.aclose()
+
+
+def test_kgfed_context_reaches_wikipedia_and_the_kg_over_one_client(monkeypatch, tmp_path, capsys):
+    """`kgfed context` with --contact/--concurrency: the Wikipedia source and the KG it opens for a mid are
+    on the session's one client (before, the text source had a client of its own without the contact)."""
+    opened: list[Session] = []
+    real_open = Session.open
+
+    def spy(self: Session) -> Session:
+        opened.append(self)
+        return real_open(self)
+
+    monkeypatch.setattr(Session, "open", spy)
+    code = main(["context", "m.0282x", "-q", "Where did Douglas Adams study?", "--text-source", "wikipedia",
+                 "--endpoint", "wikidata", "--contact", "me@example.org", "--concurrency", "2", "--ranker", "bm25",
+                 "--offline", "--cache-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "offline" in err and err.count("\n") == 1, err  # nothing cached: a one-line offline miss
+    (session,) = opened
+    client = session._client
+    assert session._text.client is client and uses(session.kgs["wikidata"]) is client
+    assert client.contact == "me@example.org" and client.limit_for("en.wikipedia.org") == 2
+    assert client.closed
+
+
+async def test_lazy_parts_are_made_on_first_use_once_and_closed_once(tmp_path):
+    session = Session(kgs=[KGSpec("wikidata", f"file:{need(DEMO_WIKIDATA)}")], cache=CacheOptions(root=str(tmp_path)),
+                      text="demo")
+    assert session._llm is None and session._text is None and not session._embedder_made  # nothing made yet
+    async with session:
+        assert session.text is session.text and session.text.name == "demo"
+        assert session.llm is session.llm and not session.llm.available  # llm "none"
+        store = session.store("alignments")
+        assert session.store("alignments") is store and isinstance(store, DiskStore)
+        store.set("k", b"v")
+        assert list(session.kgs) == ["wikidata"]
+        labels = await session.kgs["wikidata"].labels(["Q42"])
+        assert labels["Q42"].label == "Douglas Adams"
+        client = session.client
+    assert client.closed and session._stores == {}
+    await session.aclose()  # closing twice is a no-op
+    with pytest.raises(Closed, match="session is closed"):
+        session.client  # noqa: B018
+    with pytest.raises(Closed):
+        session.open()
+
+
+async def test_the_embedder_lives_under_the_cache_root_and_none_with_the_cache_off(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    async with Session(cache=CacheOptions(root=str(tmp_path))) as session:
+        assert session.embedder is session.embedder
+        assert session.embedder._cache_arg is session.store("embeddings")  # the root's store (a Redis root holds it too)
+    async with Session(cache=CacheOptions(enabled=False)) as session:
+        assert session.embedder._cache_arg is False  # vectors kept nowhere
+        with pytest.raises(KgfedError, match="cache off"):
+            session.store("alignments")
+
+
+async def test_the_sessions_aligner_uses_its_store_and_embedder(tmp_path):
+    kgs = [KGSpec("wikidata", f"file:{need(DEMO_WIKIDATA)}"), KGSpec("freebase")]
+    async with Session(kgs=kgs, cache=CacheOptions(root=str(tmp_path))) as session:
+        aligner = session.aligner(AlignOptions(methods=("p646", "label")))
+        assert aligner.methods == ("p646", "label") and aligner.embedder is None  # no SBERT: no embedder asked for
+        assert aligner.cache is not None and aligner.cache._cache is session.store("alignments")
+        found = await aligner.align(["Q42"])
+        assert [a.target for a in found["Q42"]] == ["m.0282x"]
+        assert len(session.store("alignments")) >= 1  # stored in the session's store
+        one_off = session.aligner(AlignOptions(), methods=("label",))
+        assert one_off.methods == ("label",)
+
+
+def test_a_broken_kg_spec_is_one_line_and_leaves_nothing_open():
+    session = Session(kgs=[KGSpec("wikidata", "file:/nonexistent/kg.nt")])
+    with pytest.raises(KgfedError) as caught:
+        session.open()
+    assert "\n" not in str(caught.value)
+
+
+async def test_the_mcp_engine_obtains_everything_from_its_session(tmp_path):
+    from kgfed.engine.mcp.service import Engine, ServerOptions
+
+    options = ServerOptions(kgs=(KGSpec("wikidata", "wikidata"),), http=HttpOptions(contact="me@example.org"),
+                            cache=CacheOptions(root=str(tmp_path)), llm="openai:http://127.0.0.1:9/v1#test-model")
+    engine = Engine.open(options)
+    try:
+        client = engine.session.client
+        assert uses(engine.kgs["wikidata"]) is client
+        assert (await engine.text_source()).client is client  # Wikipedia beside a live endpoint
+        await engine.method("tog", 2, 2)
+        assert engine.session.llm._http() is client  # the LLM is no longer a politeness domain of its own
+    finally:
+        await engine.aclose()
+    assert client.closed
+
+
+async def test_sbert_ranking_without_an_embedder_is_a_clear_error():
+    from kgfed.engine.text.passages import rank
+
+    with pytest.raises(KgfedError, match="SBERT ranking needs an embedder"):
+        await rank("q", ["a", "b"], ranker="sbert")
+    ranked = await rank("dogs", ["dogs bark", "cats purr"], ranker="bm25")  # BM25 needs none
+    assert ranked[0][0] == 0 and ranked[0][1] > ranked[1][1]
