@@ -58,10 +58,8 @@ class VectorStore:
         start = len(prefix)
         snapshot = getattr(self.store, "snapshot", None)  # DiskStore's one SQL pass
         if snapshot is not None:
-            rows = snapshot(limit)
-            if rows is None:
-                return None
-            return {key[start:]: value for key, value in rows.items() if key.startswith(prefix)}
+            rows = snapshot(limit, prefix)
+            return None if rows is None else {key[start:]: value for key, value in rows.items()}
         if len(self.store) > limit:
             return None
         keys = [key for key in self.store.keys() if key.startswith(prefix)]  # noqa: SIM118 - a Store, not a dict
