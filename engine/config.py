@@ -125,11 +125,15 @@ class AlignOptions:
             return [m for m in METHODS if m != "sbert" or importlib.util.find_spec("sentence_transformers")]
         return list(self.methods)
 
-    def aligner(self, kgs: Mapping[str, Any], *, cache: bool = True):
-        """An `Aligner` over `kgs` with these options."""
+    def aligner(self, kgs: Mapping[str, Any], *, cache: bool = True, embedder: Any = None):
+        """An `Aligner` over `kgs` with these options, scoring SBERT with `embedder` (the caller's, e.g. a
+        session's; `auto` leaves SBERT out without one)."""
         from .federation.align import Aligner
 
-        return Aligner(kgs, methods=self.method_names(), threshold=self.threshold, margin=self.margin, cache=cache)
+        methods = self.method_names()
+        if self.methods == "auto" and embedder is None:
+            methods = [m for m in methods if m != "sbert"]
+        return Aligner(kgs, methods=methods, threshold=self.threshold, margin=self.margin, cache=cache, embedder=embedder)
 
 
 # Endpoint specs served over the network: beside them, text comes from live Wikipedia.

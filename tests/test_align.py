@@ -198,13 +198,30 @@ async def test_unknown_ids_and_wrong_kg_align_to_nothing_or_fail_clearly():
 
 
 # -- SBERT -----------------------------------------------------------------------------------------
+def sbert_embedder(tmp_path: Path):
+    """The embedder the aligner scores with: the caller's (a session's in a run), never one it makes up."""
+    from kgfed.engine.toolbox.embeddings import Embedder
+
+    return Embedder(tmp_path / "emb")
+
+
+async def test_sbert_without_an_embedder_is_left_out_by_default_and_refused_when_named():
+    async with fed_kgs(cache=False) as kgs:
+        assert Aligner(kgs, cache=False).methods == ("p646", "label")
+        assert Aligner(kgs, embedder=object(), cache=False).methods == ("p646", "label", "sbert")
+        with pytest.raises(KgfedError, match="SBERT alignment needs an embedder") as caught:
+            Aligner(kgs, methods=("label", "sbert"), cache=False)
+        assert "\n" not in str(caught.value)
+
+
 @pytest.mark.embeddings
 async def test_sbert_alignment_with_p646_hidden(tmp_path):
     mids, qids = fixture_ids()
     gold = gold_mapping()
     async with fed_kgs(without_p646(tmp_path), cache=False) as kgs:
-        alone = await Aligner(kgs, methods=("sbert",), cache=False).align_pools({"freebase": mids, "wikidata": qids})
-        both = await Aligner(kgs, methods=("label", "sbert"), cache=False).align_pools({"freebase": mids, "wikidata": qids})
+        embedder = sbert_embedder(tmp_path)
+        alone = await Aligner(kgs, methods=("sbert",), embedder=embedder, cache=False).align_pools({"freebase": mids, "wikidata": qids})
+        both = await Aligner(kgs, methods=("label", "sbert"), embedder=embedder, cache=False).align_pools({"freebase": mids, "wikidata": qids})
     assert {a.method for a in alone} == {"sbert"} and all(0.9 <= a.confidence <= 1.0 + 1e-6 for a in alone)
     precision, recall, _ = scores(alone, gold)
     assert precision >= 0.98 and recall >= 0.98, (precision, recall)
@@ -216,8 +233,9 @@ async def test_sbert_alignment_with_p646_hidden(tmp_path):
 async def test_sbert_resolves_a_shared_name_only_by_description(tmp_path):
     fb_names = {"m.0spring1": "Springfield"}
     wd_names = {"Q151076": "Springfield", "Q28515": "Springfield"}
+    embedder = sbert_embedder(tmp_path)
     async with twin_kgs(tmp_path, fb_names, wd_names) as kgs:  # no descriptions: nothing to go by
-        assert flat(await Aligner(kgs, cache=False).align(list(fb_names))) == []
+        assert flat(await Aligner(kgs, embedder=embedder, cache=False).align(list(fb_names))) == []
     desc = "http://rdf.freebase.com/ns/common.topic.description"
     sdesc = "http://schema.org/description"
     fb = write_nt(tmp_path / "fb2.nt", [(FB + "m.0spring1", NAME, '"Springfield"@en'),
@@ -225,7 +243,7 @@ async def test_sbert_resolves_a_shared_name_only_by_description(tmp_path):
     wd = write_nt(tmp_path / "wd2.nt", [(WD + "Q28515", LABEL, '"Springfield"@en'), (WD + "Q28515", sdesc, '"capital city of Illinois"@en'),
                                         (WD + "Q151076", LABEL, '"Springfield"@en'), (WD + "Q151076", sdesc, '"city in Massachusetts"@en')])
     async with KG.open(f"file:{fb}", cache=False) as a, KG.open(f"file:{wd}", cache=False) as b:
-        found = await Aligner({"freebase": a, "wikidata": b}, threshold=0.75, cache=False).align(["m.0spring1"])
+        found = await Aligner({"freebase": a, "wikidata": b}, threshold=0.75, embedder=embedder, cache=False).align(["m.0spring1"])
     assert [(x.target, x.method) for x in found["m.0spring1"]] == [("Q28515", "sbert")]
 
 

@@ -110,16 +110,19 @@ async def test_grow_adds_a_hop_once_and_neighbours_share_entities():
 
 
 @pytest.mark.embeddings
-async def test_synonym_hyperedges_join_near_same_labels_only():
+async def test_synonym_hyperedges_join_near_same_labels_only(tmp_path):
+    from kgfed.engine.toolbox.embeddings import Embedder
+
+    embedder = Embedder(tmp_path / "emb")
     hg = Hypergraph({"a": "wikidata", "b": "freebase"})
     usa = hg.add_node({"a": "Q30"}, "United States of America")
     us = hg.add_node({"b": "m.09c7w0"}, "United States of America ")
     canada = hg.add_node({"a": "Q16"}, "Canada")
-    added = await add_synonyms(hg, threshold=0.9)
+    added = await add_synonyms(hg, threshold=0.9, embedder=embedder)
     assert len(added) == 1
     edge = hg.edges[added[0]]
     assert edge.kind == "synonym" and edge.nodes == {usa, us} and canada not in edge.nodes
-    refused = await add_synonyms(hg, threshold=0.9, confirm=lambda comp: _none(comp))
+    refused = await add_synonyms(hg, threshold=0.9, embedder=embedder, confirm=lambda comp: _none(comp))
     assert refused == []
 
 

@@ -211,12 +211,16 @@ async def test_the_kgs_are_queried_in_parallel():
 
 # -- relations across KGs --------------------------------------------------------------------------
 @pytest.mark.embeddings
-async def test_relations_align_by_label_embeddings():
+async def test_relations_align_by_label_embeddings(tmp_path):
+    from kgfed.engine.toolbox.embeddings import Embedder
+
     qs = questions()
     topics = {"freebase": [q["topic_mid"] for q in qs], "wikidata": [q["topic_qid"] for q in qs]}
     async with fed_kgs() as kgs:
         merged = await expand(topics, kgs, hops=1, width=None, aligner=Aligner(kgs, methods=NO_SBERT))
-    matches = await align_relations(merged, 0.6)
+    with pytest.raises(KgfedError, match="needs an embedder"):  # the caller's: none is made up
+        await align_relations(merged, 0.6)
+    matches = await align_relations(merged, 0.6, embedder=Embedder(tmp_path / "emb"))
     pairs = {(m.left, m.right) for m in matches}
     assert {("people.deceased_person.place_of_death", "P20"), ("people.deceased_person.cause_of_death", "P509"),
             ("people.person.children", "P40")} <= pairs

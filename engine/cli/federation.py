@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...sparql.errors import KgfedError
-from ..config import DEFAULT_KGS, KGs, KGSpec, close_kgs
+from ..config import DEFAULT_KGS, KGs, KGSpec, close_kgs  # noqa: F401 - close_kgs: importable from here
 from ..config import kg_specs as config_kg_specs
 from ..config import open_kgs as open_config_kgs
 
@@ -116,20 +116,28 @@ def open_kgs(args: argparse.Namespace, client=None) -> KGs:
     return open_config_kgs(kg_specs(args), http=http_options(args), cache=cache_options(args), client=client)
 
 
-def make_aligner(args: argparse.Namespace, kgs: dict[str, Any]):
-    """An `Aligner` from --methods/--threshold/--margin (`AlignOptions`; `auto` uses SBERT only when installed)."""
+def open_session(args: argparse.Namespace):
+    """The command's `Session`: the KGs of `open_kgs(args)` over its one client and cache, and its embedder."""
+    from ..session import Session
+    from .app import cache_options, http_options
+
+    return Session(kgs=kg_specs(args), http=http_options(args), cache=cache_options(args))
+
+
+def make_aligner(args: argparse.Namespace, kgs: dict[str, Any], embedder: Any = None):
+    """An `Aligner` from --methods/--threshold/--margin (`AlignOptions`; `auto` uses SBERT only with an embedder)."""
     from ..config import AlignOptions
 
-    return AlignOptions.from_options(vars(args)).aligner(kgs, cache=not args.no_cache)
+    return AlignOptions.from_options(vars(args)).aligner(kgs, cache=not args.no_cache, embedder=embedder)
 
 
 # -- commands --------------------------------------------------------------------------------------
 async def cmd_align(args: argparse.Namespace) -> int:
     from .app import emit
 
-    kgs = open_kgs(args)
-    try:
-        aligner = make_aligner(args, kgs)
+    async with open_session(args) as session:
+        kgs = session.kgs
+        aligner = make_aligner(args, kgs, session.embedder)
         found = await aligner.align(args.ids)
         wanted: dict[str, set[str]] = {n: set() for n in kgs}
         for entity, alignments in found.items():
@@ -138,8 +146,6 @@ async def cmd_align(args: argparse.Namespace) -> int:
             for a in alignments:
                 wanted[a.target_kg].add(a.target)
         labels = {n: await kgs[n].labels(sorted(ids)) if ids else {} for n, ids in wanted.items()}
-    finally:
-        await close_kgs(kgs)
     rows = []
     for entity, alignments in found.items():
         source = aligner.kgs_of(entity)[0]
@@ -172,16 +178,19 @@ async def cmd_expand(args: argparse.Namespace) -> int:
     for option, path in (("--view", args.view), ("--dot", args.dot), ("--rdf", args.rdf)):
         if path:
             check_writable(path, option)
-    kgs = open_kgs(args)
-    try:
+    async with open_session(args) as session:
+        kgs = session.kgs
         with ProgressBar() as report:
             merged = await expand(args.topics, kgs, args.hops, args.width or None, limit=args.limit or None,
-                                  aligner=make_aligner(args, kgs), direction=args.direction, progress=report)
+                                  aligner=make_aligner(args, kgs, session.embedder), direction=args.direction,
+                                  progress=report)
             if args.align_relations is not None:
                 report("aligning relations", 0, 0)
-                await align_relations(merged, args.align_relations)
-    finally:
-        await close_kgs(kgs)
+                if session.embedder is None:
+                    from ..toolbox.embeddings import missing_extra
+
+                    raise KgfedError(f"--align-relations: {missing_extra() or 'no sentence embedder'}")
+                await align_relations(merged, args.align_relations, embedder=session.embedder)
     _write_outputs(args, merged)
     if args.json:
         print(json.dumps(merged.to_json(), ensure_ascii=False, indent=1))

@@ -1,6 +1,6 @@
 """Entity alignment across KGs: Freebase mid ↔ Wikidata QID, each link with its method and confidence.
 
-    aligner = Aligner({"freebase": fb, "wikidata": wd})
+    aligner = Aligner({"freebase": fb, "wikidata": wd}, embedder=session.embedder)   # SBERT needs the embedder
     found = await aligner.align(["m.0d3k14", "Q42"])      # id -> [Alignment in each other KG]
     links = await aligner.align_pools({"freebase": mids, "wikidata": qids})   # one-to-one within sets
 
@@ -91,15 +91,20 @@ class Aligner:
         self,
         kgs: Mapping[str, KG],
         *,
-        methods: Sequence[str] = METHODS,
+        methods: Sequence[str] | None = None,
         embedder: Any = None,
         threshold: float = 0.9,
         margin: float = 0.05,
         cache: AlignmentCache | bool | None = True,
     ):
+        if methods is None:  # every method; SBERT only with an embedder to score with (none is made up here)
+            methods = METHODS if embedder is not None else tuple(m for m in METHODS if m != "sbert")
         unknown = [m for m in methods if m not in METHODS]
         if unknown:
             raise KgfedError(f"unknown alignment method {unknown[0]!r}: use some of {', '.join(METHODS)}")
+        if "sbert" in methods and embedder is None:
+            raise KgfedError("SBERT alignment needs an embedder: pass embedder= (a session's `embedder`), "
+                             "or leave 'sbert' out of the alignment methods")
         if not kgs:
             raise KgfedError("alignment needs at least one KG: give e.g. --kg freebase,wikidata")
         self.kgs = dict(kgs)
@@ -342,14 +347,10 @@ class Aligner:
         return {rows[r]: _outcome(columns[c], "sbert", score) for r, c, score in matches}
 
     def _embedder(self) -> Any:
-        """The embedder given, else the process-wide default (the model loads on first encode)."""
-        if self.embedder is None:
-            try:
-                from ..toolbox.embeddings import default_embedder
-            except ImportError as exc:
-                raise KgfedError(f"SBERT alignment needs kgfed's embeddings ({exc}): pip install 'kgfed[embeddings]', "
-                                 "or leave 'sbert' out of the alignment methods") from None
-            self.embedder = default_embedder()
+        """The embedder given (the caller's, e.g. a session's; the model loads on first encode)."""
+        if self.embedder is None:  # taken away after construction
+            raise KgfedError("SBERT alignment needs an embedder: pass embedder= (a session's `embedder`), "
+                             "or leave 'sbert' out of the alignment methods")
         return self.embedder
 
 

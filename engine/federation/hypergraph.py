@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...sparql.dialects import COMPOUND_SEP
-from ...sparql.errors import InvalidIdentifier
+from ...sparql.errors import InvalidIdentifier, KgfedError
 from .align import Aligner
 from .matching import cosine_matrix
 from ..kg.facade import KG
@@ -364,10 +364,8 @@ async def add_synonyms(hg: Hypergraph, *, embedder: Any = None, threshold: float
     import networkx as nx
     import numpy as np
 
-    if embedder is None:
-        from ..toolbox.embeddings import default_embedder
-
-        embedder = default_embedder()
+    if embedder is None:  # the caller's (a session's, a method's): none is made up here
+        raise KgfedError("synonym edges need an embedder: pass embedder= (a session's or the method's `embedder`)")
     chosen = [n for n in (range(len(hg.nodes)) if nodes is None else dict.fromkeys(nodes)) if hg.nodes[n].label]
     if len(chosen) < 2:
         return []

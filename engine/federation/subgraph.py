@@ -418,10 +418,8 @@ async def align_relations(merged: MergedGraph, threshold: float = 0.6, *, margin
     """
     import numpy as np
 
-    if embedder is None:
-        from ..toolbox.embeddings import default_embedder
-
-        embedder = default_embedder()
+    if embedder is None:  # the caller's (a session's): none is made up here
+        raise KgfedError("relation alignment needs an embedder: pass embedder= (a session's `embedder`)")
     used: dict[str, list[str]] = defaultdict(list)
     for link in merged.edges:
         if link.relation not in used[link.kg]:
