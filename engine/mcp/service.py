@@ -69,7 +69,14 @@ class Engine:
     """The session (KGs, client, stores, text source, LLM, embedder), aligner and methods one `kgfed mcp` run
     shares across MCP sessions."""
 
-    def __init__(self, options: ServerOptions, session: Session):
+    def __init__(self, options: ServerOptions, session: Session | Mapping[str, Any]):
+        if not isinstance(session, Session):  # 0.2's Engine(options, kgs): the KGs as open_kgs returned them
+            import warnings
+
+            warnings.warn("Engine(options, kgs) is deprecated: use Engine.open(options) or Engine(options, session)",
+                          DeprecationWarning, stacklevel=2)
+            session = Session.around(session, http=options.http, cache=options.cache, llm=options.llm,
+                                     llm_concurrency=options.llm_concurrency, text=_text_spec(options))
         self.options = options
         self.session = session
         self.kgs = session.kgs  # over the session's one HttpClient, closed with it
@@ -81,11 +88,8 @@ class Engine:
     @classmethod
     def open(cls, options: ServerOptions) -> Engine:
         """The engine over a new session of `options` (its KGs opened now; text, LLM and embedder on first use)."""
-        from ..config import default_text_source
-
-        text = options.text_source or default_text_source(*(kg.endpoint for kg in options.kgs))
         session = Session(kgs=options.kgs, http=options.http, cache=options.cache, llm=options.llm,
-                          llm_concurrency=options.llm_concurrency, text=text)
+                          llm_concurrency=options.llm_concurrency, text=_text_spec(options))
         return cls(options, session.open())
 
     async def aclose(self) -> None:
@@ -374,6 +378,13 @@ class Engine:
         lines += [f"path: {t}" for t in result.path_texts()[:10]]
         lines.append("cost: " + ", ".join(f"{k}={v:g}" for k, v in sorted(result.cost.items())))
         return data, "\n".join(lines)
+
+
+def _text_spec(options: ServerOptions) -> str:
+    """`--text-source`, else Wikipedia beside a live endpoint, else the demo extracts."""
+    from ..config import default_text_source
+
+    return options.text_source or default_text_source(*(kg.endpoint for kg in options.kgs))
 
 
 def _http_parts(endpoint: Any) -> list[tuple[str, Any]]:
