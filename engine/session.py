@@ -37,6 +37,7 @@ from .config import CacheOptions, HttpOptions, KGSpec
 if TYPE_CHECKING:
     from ..cache.root import Store
     from ..endpoints.client import HttpClient
+    from ..endpoints.transport import AsyncTransport
     from .config import AlignOptions, KGs
 
 __all__ = ["Session"]
@@ -50,13 +51,15 @@ class Session:
     a text-source spec (`wikipedia`, `demo`, `file:PATH`; None: no text source) read in `text_mode`
     with `maxlag`; `embeddings`: where the embedder keeps its vectors (a directory; False: nowhere;
     None: the cache root's `embeddings` store, a directory or Redis; nowhere with the cache off); `client`: an `HttpClient` to
-    use instead of building one (not closed by the session).
+    use instead of building one (not closed by the session); `transport`: the bytes layer of the client the
+    session builds (a `MockTransport` in tests; None: aiohttp).
     """
 
     def __init__(self, *, kgs: Sequence[KGSpec] = (), http: HttpOptions | None = None,
                  cache: CacheOptions | None = None, llm: str = "none", llm_concurrency: int | None = None,
                  text: str | None = None, text_mode: str = "extracts", maxlag: int | None = 5,
-                 embeddings: str | bool | None = None, client: HttpClient | None = None):
+                 embeddings: str | bool | None = None, client: HttpClient | None = None,
+                 transport: AsyncTransport | None = None):
         self.kg_specs = tuple(kgs)
         self.http = http if http is not None else HttpOptions()
         self.cache = cache if cache is not None else CacheOptions()
@@ -66,6 +69,7 @@ class Session:
         self.text_mode = text_mode
         self.maxlag = maxlag
         self.embeddings = embeddings
+        self.transport = transport
         self._given_client = client
         self._client: HttpClient | None = client
         self.kgs: KGs | dict[str, Any] = {}
@@ -97,7 +101,9 @@ class Session:
 
         self._opened = True
         if self._client is None:
-            self._client = self.http.client()
+            from ..endpoints.client import HttpClient
+
+            self._client = HttpClient.from_options(self.http, transport=self.transport)
         try:
             self.kgs = open_kgs(list(self.kg_specs), http=self.http, cache=self.cache, client=self._client)
         except BaseException:

@@ -54,16 +54,25 @@ async def test_the_shared_client_carries_the_contact_to_both_wikipedia_and_the_k
         return Response.of(200, {"head": {"vars": asked[1].replace("?", "").split()}, "results": {"bindings": []}},
                            content_type="application/sparql-results+json")
 
-    client = HttpClient.configured(contact="me@example.org", concurrency=2, transport=MockTransport(services))
-    async with Session(kgs=[KGSpec("wikidata", "wikidata")], cache=CacheOptions(enabled=False),
-                       text="wikipedia", client=client) as session:
+    http = HttpOptions(contact="me@example.org", concurrency=2)
+    async with Session(kgs=[KGSpec("wikidata", "wikidata")], http=http, cache=CacheOptions(enabled=False),
+                       text="wikipedia", transport=MockTransport(services)) as session:
         pages = await session.text.pages(["Douglas Adams"])
         assert "English author" in pages["Douglas Adams"].text
         await session.kgs["wikidata"].sitelinks(["Q42"])
         assert {host for host, _ in seen} == {"en.wikipedia.org", "query.wikidata.org"}
         assert all("me@example.org" in agent for _, agent in seen)
-        assert client.stats["requests"] >= 2
-    assert not client.closed  # a client handed in is its owner's to close
+        client = session.client
+        assert client.stats["requests"] == len(seen) >= 2  # the one client sent them all
+    assert client.closed
+
+
+async def test_a_client_handed_in_is_used_and_left_open():
+    client = HttpClient.from_options(HttpOptions(contact="me@example.org"))
+    async with Session(kgs=[KGSpec("wikidata", "wikidata")], cache=CacheOptions(enabled=False), text="wikipedia",
+                       client=client) as session:
+        assert session.client is client and uses(session.kgs["wikidata"]) is client and session.text.client is client
+    assert not client.closed  # its owner's to close
     await client.aclose()
 
 
