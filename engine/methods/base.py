@@ -239,8 +239,8 @@ class Method(ABC, metaclass=_MethodType):
             if not topics or not any(topics.values()):
                 topics = await link_topics(question, self.kgs)
             result = await self._answer(question, topics)
-        cost["seconds"] = round(time.perf_counter() - started, 4)
-        result.cost = {**dict(cost), **result.cost}
+        seconds = round(time.perf_counter() - started, 4)
+        result.cost = {**dict(cost), "seconds": seconds, **result.cost}
         result.method = result.method or self.name
         result.extra.setdefault("topics", topics)
         return result

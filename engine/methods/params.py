@@ -11,7 +11,8 @@ and names it `Method.Params`:
         relation_width: int | None = None
 
 The field's annotation is the type a given value is cast to (strings from the command line included:
-"3" → 3, "false" → False, "a, b" → ("a", "b")); `X | None` also accepts None; `Any` or a class other than
+"3" → 3, "false" → False, "a, b" → ("a", "b")); `X | None` also accepts None; a `Literal[...]` accepts its
+values only; `Any` or a class other than
 bool/int/float/str/tuple/dict takes the value as given. `param()` adds what a type cannot say: the least
 number accepted (`low`, 0 unless given; None: any), the accepted `choices`, a help line. `ALIASES` maps the
 CLI's shared names (`--width`, `--depth`) to the paper's.
@@ -26,7 +27,9 @@ release, with a DeprecationWarning.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import json
 import re
 import types
@@ -34,7 +37,7 @@ import typing
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar, Literal, TypeVar, Union
 
 from ...sparql.errors import KgfedError
 
@@ -133,8 +136,8 @@ def _cast(kind: type, value: Any) -> Any:
     return value  # any other kind (a provider object): as given
 
 
-def _kind(annotation: Any) -> tuple[type, bool]:
-    """(the type a value is cast to, whether None is accepted) of a resolved annotation."""
+def _kind(annotation: Any) -> tuple[type, bool, tuple[Any, ...]]:
+    """(the type a value is cast to, whether None is accepted, a `Literal`'s values) of a resolved annotation."""
     none = False
     origin = typing.get_origin(annotation)
     if origin is Union or origin is types.UnionType:
@@ -142,11 +145,14 @@ def _kind(annotation: Any) -> tuple[type, bool]:
         none = len(args) < len(typing.get_args(annotation))
         annotation = args[0] if len(args) == 1 else object
     origin = typing.get_origin(annotation) or annotation
+    if origin is Literal:
+        values = typing.get_args(annotation)
+        return type(values[0]), none, values
     if origin is Any or not isinstance(origin, type):
-        return object, none
+        return object, none, ()
     if issubclass(origin, Mapping):
-        return dict, none
-    return origin, none
+        return dict, none, ()
+    return origin, none, ()
 
 
 @dataclass(frozen=True)
@@ -164,14 +170,17 @@ class MethodParams:
             cached = {}
             for f in dataclasses.fields(cls):
                 bounds = f.metadata.get(_KEY) or Bounds()
-                kind, none = _kind(hints[f.name])
-                default = f.default if f.default is not _MISSING else f.default_factory()  # type: ignore[misc]
+                kind, none, values = _kind(hints[f.name])
+                if values and not bounds.choices:  # a Literal's values are its choices
+                    bounds = dataclasses.replace(bounds, choices=values)
+                default = f.default if f.default is not _MISSING else \
+                    f.default_factory() if callable(f.default_factory) else None
                 if bounds.kind is not None:
                     kind = bounds.kind
                 if bounds.none is not None:
                     none = bounds.none
-                cached[f.name] = Spec(f.name, kind, default, none or default is None, bounds,
-                                      _annotation_text(hints[f.name]))
+                text = kind.__name__ + (" | None" if none else "") if values else _annotation_text(hints[f.name])
+                cached[f.name] = Spec(f.name, kind, default, none or default is None, bounds, text)
             _SPECS[cls] = cached
         return cached
 
@@ -292,7 +301,7 @@ def legacy_params(name: str, base: type[MethodParams], declared: Mapping[str, An
         meta = {_KEY: Bounds(low, tuple(choices), "", kind, none)}
         annotation: Any = Any if kind is object else (kind | None if none else kind)
         if isinstance(default, (dict, list, set)):
-            made = dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+            made = dataclasses.field(default_factory=functools.partial(copy.copy, default), metadata=meta)
         else:
             made = dataclasses.field(default=default, metadata=meta)
         fields.append((key, annotation, made))

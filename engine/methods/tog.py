@@ -48,7 +48,7 @@ from ...sparql.errors import InvalidIdentifier, KgfedError, LLMError
 from ..kg.facade import KG
 from ..toolbox.llm import ANSWER_TEMPERATURE, DEFAULT_MAX_TOKENS, EXPLORATION_TEMPERATURE, LLM
 from ..kg.model import Edge
-from ..toolbox.pruning import METHODS, PruneSettings, relation_text, score_entities, score_relations
+from ..toolbox.pruning import PruneSettings, ScoreMethod, relation_text, score_entities, score_relations
 from ..toolbox.prompts import (
     TOG_SYSTEM, extract_answer, parse_sufficient, tog_answer_prompt, tog_evaluate_prompt, tog_generate_directly_prompt,
 )
@@ -170,8 +170,7 @@ class ToGParams(MethodParams):
 
     width: int = param(3, low=1, help="beam width W")
     depth: int = param(3, low=1, help="maximum depth D")
-    pruning: str = param("llm", choices=tuple(METHODS), help="relation/entity scoring (llm falls back to sbert "
-                         "without an available LLM)")
+    pruning: ScoreMethod = param("llm", help="relation/entity scoring (llm falls back to sbert without an available LLM)")
     max_candidates: int = param(20, help="neighbours from which ToG samples `retain` before LLM entity scoring")
     retain: int = param(5, help="neighbours sampled (seeded per question)")
     exploration_temperature: float = param(EXPLORATION_TEMPERATURE, help="temperature of the pruning calls")
@@ -278,23 +277,23 @@ class ToG(Method):
 
     async def score_relation_names(self, question: str, chain: Chain, names: list[str], trace: Trace) -> list[tuple[str, float]]:
         """ToG's relation pruning of one chain's relations (LLM, falling back to SBERT on an unusable reply)."""
-        common = dict(entity=chain.name, wiki=_is_wiki(self.kgs[chain.kg]))
+        entity, wiki = chain.name, _is_wiki(self.kgs[chain.kg])
         sbert = PruneSettings(method="sbert", embedder=self.embedder, width=self.params.width)
         if self.params.pruning == "llm" and self.llm_ready:
             tap = _Tap(self.llm)
             scoring = PruneSettings(method="llm", llm=tap, embedder=sbert.embedder, width=sbert.width,  # type: ignore[arg-type]
                                     temperature=self.params.exploration_temperature, **self.limits("relations"))
             try:
-                return await score_relations(question, names, scoring, **common)
+                return await score_relations(question, names, scoring, entity=entity, wiki=wiki)
             except LLMError as exc:
                 if not tap.replied:
                     raise
                 charge("parse_fallbacks")
                 trace.warnings.append(f"relation pruning of {chain.name}: {exc}; used sbert")
-                return await score_relations(question, names, sbert, **common)
-        method = self.params.pruning if self.params.pruning != "llm" else "sbert"
-        return await score_relations(question, names, PruneSettings(method=method, embedder=sbert.embedder,  # type: ignore[arg-type]
-                                                                    width=sbert.width), **common)
+                return await score_relations(question, names, sbert, entity=entity, wiki=wiki)
+        method: ScoreMethod = self.params.pruning if self.params.pruning != "llm" else "sbert"
+        scoring = PruneSettings(method=method, embedder=sbert.embedder, width=sbert.width)
+        return await score_relations(question, names, scoring, entity=entity, wiki=wiki)
 
     async def entity_step(self, hops: Sequence[Hop]) -> list[tuple[Hop, list[Edge]]]:
         """Neighbours over every chosen (entity, relation, direction) of the hop, one batch per KG."""
@@ -323,9 +322,9 @@ class ToG(Method):
         llm = self.params.pruning == "llm" and self.llm_ready
         if llm and len(named) >= self.params.max_candidates:  # ToG samples before asking the LLM
             named = self._rng(hop).sample(named, self.params.retain)
-        method = "llm" if llm else (self.params.pruning if self.params.pruning != "llm" else "sbert")
+        method: ScoreMethod = "llm" if llm else (self.params.pruning if self.params.pruning != "llm" else "sbert")
         relation = self._relation_name(hop, edges[0])
-        scoring = PruneSettings(method=method, llm=self.llm, embedder=self.embedder,  # type: ignore[arg-type]
+        scoring = PruneSettings(method=method, llm=self.llm, embedder=self.embedder,
                                 temperature=self.params.exploration_temperature, **self.limits("entities"))
         scores = await score_entities(question, [e.label or UNNAMED for e in named], scoring, relation=relation,
                                       wiki=_is_wiki(self.kgs[hop.chain.kg]))
