@@ -368,16 +368,17 @@ def utilisation(timeline: Sequence[Sequence], cap: int, wall_end: float) -> dict
 async def run_method(method: str, questions, server: ServerChild, *, concurrency: int, in_flight: int | None,
                      cache_dir: str, out_dir: Path, latency: float, params: dict, profile: str | None = None,
                      client: int | None = None) -> dict:
+    from kgfed.engine.config import CacheOptions, KGSpec
     from kgfed.engine.harness.runner import RunSpec, run
 
-    options = {"kg": "freebase", "endpoint": [f"freebase=file:{CWQ_NT}"], "cache_dir": cache_dir}
+    options = {"kgs": (KGSpec("freebase", f"file:{CWQ_NT}"),), "cache": CacheOptions(root=cache_dir)}
     row: dict = {"method": method, "questions": len(questions), "concurrency": concurrency, "latency": latency,
                  "client_concurrency": client or concurrency}
 
     # 1. uncapped: every question in flight, no cap anywhere: each question's dependent chain (and warm caches)
     url = server.start(None)
     try:
-        spec = RunSpec(method, dict(params), options, llm=f"openai:{url}#{MODEL}", llm_concurrency=10_000)
+        spec = RunSpec(method, dict(params), **options, llm=f"openai:{url}#{MODEL}", llm_concurrency=10_000)
         summary = await run(spec, questions, out_dir / f"{method}-uncapped.jsonl", concurrency=len(questions), progress=False)
         stats = await server.call("GET", "/stats")
     finally:
@@ -391,7 +392,7 @@ async def run_method(method: str, questions, server: ServerChild, *, concurrency
     # 2. capped: the timed run
     url = server.start(concurrency)
     try:
-        spec = RunSpec(method, dict(params), options, llm=f"openai:{url}#{MODEL}", llm_concurrency=client or concurrency)
+        spec = RunSpec(method, dict(params), **options, llm=f"openai:{url}#{MODEL}", llm_concurrency=client or concurrency)
         cpu = time.process_time()
         profiler = None
         if profile:

@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import cast
 
+from kgfed.cache.options import CacheOptions
 from kgfed.engine.kg import KG
 from kgfed.sparql.dialects import NS, RelationFilter
 from kgfed.sparql.rewrite import to_standard_sparql
@@ -125,7 +126,7 @@ async def kgfed_explore(url: str, topics: list[list[str]], width: int, depth: in
             marks.append((phase, time.perf_counter()))
 
     mark("start")
-    async with KG.open(url, dialect="freebase", cache_dir=cache_dir, expand_cvt=False, relation_filter=TOG_FILTER,
+    async with KG.open(url, dialect="freebase", cache=CacheOptions(root=str(cache_dir)), expand_cvt=False, relation_filter=TOG_FILTER,
                        concurrency=64, batch_size=100) as kg:
         mark("open")
         frontiers = [list(t) for t in topics]

@@ -20,6 +20,14 @@ DEFAULT_PER_HOST = 16  # requests in flight to a host without published rules (a
 DEFAULT_RETRIES = 4  # retries of a 5xx answer or a dropped connection, with exponential backoff
 
 
+def _deprecated_mapping(name: str) -> None:
+    import warnings
+
+    warnings.warn(f"{name}.from_options(mapping) is deprecated: build {name}(...) from its fields (the CLI's option "
+                  "names become value objects in kgfed.engine.cli.options); it goes away in kgfed 0.3",
+                  DeprecationWarning, stacklevel=3)
+
+
 @dataclass(frozen=True)
 class HttpOptions:
     """How a run talks HTTP: timeout per request, User-Agent or contact, parallel requests per host.
@@ -38,9 +46,9 @@ class HttpOptions:
 
     @classmethod
     def from_options(cls, options) -> HttpOptions:
-        """From option names as the CLI spells them (`timeout`, `user_agent`, `contact`, `concurrency`).
-
-        Kept for callers of 0.2; the CLI builds `HttpOptions` itself (`kgfed.engine.cli.options`)."""
+        """Deprecated (until 0.3): from option names as the CLI spells them (`timeout`, `user_agent`, `contact`,
+        `concurrency`). Build `HttpOptions(...)` directly; the CLI does it in `kgfed.engine.cli.options`."""
+        _deprecated_mapping(cls.__name__)
         timeout = options.get("timeout")
         return cls(timeout=DEFAULT_TIMEOUT if timeout is None else timeout, user_agent=options.get("user_agent"),
                    contact=options.get("contact"), concurrency=options.get("concurrency"))

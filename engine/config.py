@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from collections.abc import Mapping
 from typing import Any
 
+from ..cache.options import CacheOptions
 from ..endpoints.options import HttpOptions
 from ..sparql.dialects import DIALECTS
 from ..sparql.errors import KgfedError, UnknownEndpoint
@@ -31,24 +32,6 @@ __all__ = ["HttpOptions", "CacheOptions", "KGSpec", "AlignOptions", "KGs", "kg_s
 DIALECT_NAMES = tuple(d.name for d in DIALECTS)  # what a KG name or a `DIALECT@` prefix may say
 _KG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
 _DIALECT_PREFIX = re.compile(rf"({'|'.join(map(re.escape, DIALECT_NAMES))})@(.+)")
-
-
-@dataclass(frozen=True)
-class CacheOptions:
-    """Where answers are cached and how they are used (see docs/trust.md for the guarantees)."""
-
-    root: str | None = None  # a directory or redis://HOST:PORT/DB; None: $KGFED_CACHE_DIR, else ~/.cache/kgfed
-    enabled: bool = True
-    offline: bool = False  # answer only from the cache; a miss is an error
-    refresh: bool = False  # re-fetch every answer once and store the new one
-    max_age: float | None = None  # seconds; None: the endpoint's default (a week for live Wikidata)
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> CacheOptions:
-        """From option names as the CLI spells them (`cache_dir`, `no_cache`, `offline`, `refresh`, `max_age`)."""
-        return cls(root=options.get("cache_dir"), enabled=not options.get("no_cache", False),
-                   offline=bool(options.get("offline", False)), refresh=bool(options.get("refresh", False)),
-                   max_age=options.get("max_age"))
 
 
 @dataclass(frozen=True)
@@ -110,11 +93,19 @@ class AlignOptions:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> AlignOptions:
-        """From option names as the CLI spells them (`methods` as `p646,label,sbert` or `auto`, `threshold`, `margin`)."""
+        """Deprecated (until 0.3): from option names as the CLI spells them (`methods` as `p646,label,sbert` or `auto`,
+        `threshold`, `margin`). Build `AlignOptions(...)` directly; the CLI does it in `kgfed.engine.cli.options`."""
+        import warnings
+
+        warnings.warn("AlignOptions.from_options(mapping) is deprecated: build AlignOptions(...) from its fields (the "
+                      "CLI's option names become value objects in kgfed.engine.cli.options); it goes away in kgfed 0.3",
+                      DeprecationWarning, stacklevel=2)
         methods = options.get("methods", "auto")
         if isinstance(methods, str) and methods != "auto":
             methods = tuple(m.strip() for m in methods.split(",") if m.strip())
-        return cls(methods=methods, threshold=options.get("threshold", 0.9), margin=options.get("margin", 0.05))
+        defaults = cls()
+        return cls(methods=methods, threshold=options.get("threshold", defaults.threshold),
+                   margin=options.get("margin", defaults.margin))
 
     def method_names(self) -> list[str]:
         from .federation.align import METHODS
@@ -147,6 +138,7 @@ def default_text_source(*endpoints: str | None) -> str:
 
 DEFAULT_KGS = ("freebase", "wikidata")
 DEFAULT_HTTP = HttpOptions()  # the defaults, written once in `HttpOptions` (endpoints/options.py)
+DEFAULT_CACHE = CacheOptions()  # and in `CacheOptions` (cache/options.py)
 
 
 def split_fallback(item: str) -> tuple[str | None, str]:
@@ -197,7 +189,7 @@ class KGs(dict):
     owns_client: bool = False
 
 
-def open_kg(spec: KGSpec, *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = CacheOptions(), client=None):
+def open_kg(spec: KGSpec, *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = DEFAULT_CACHE, client=None):
     """One `KG` from its spec. With `client` (the run's shared one) the KG uses it; without, it gets its own."""
     dialect = spec.effective_dialect
     endpoint = spec.endpoint
@@ -221,28 +213,18 @@ def open_kg(spec: KGSpec, *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptio
 
 
 def open_endpoint(endpoint: str, *, name: str | None = None, dialect: str | None = None, partial: str | None = None,
-                  http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = CacheOptions(), client=None,
+                  http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = DEFAULT_CACHE, client=None,
                   fallbacks: tuple[str, ...] | list[str] = ()):
-    """`KG.open` with the options of a run (the one place they are turned into its keyword arguments)."""
+    """`KG.open` with the value objects of a run: over `client` (the run's shared one) when given, else a
+    client of its own built from `http` (closed with the KG)."""
     from .kg.facade import KG
 
-    kwargs: dict[str, Any] = {"dialect": dialect, "name": name, "cache_dir": cache.root, "cache": cache.enabled,
-                              "offline": cache.offline, "refresh": cache.refresh, "max_age": cache.max_age,
-                              "timeout": http.timeout, "concurrency": http.concurrency}
-    if fallbacks:
-        kwargs["fallbacks"] = tuple(split_fallback(item)[1] for item in fallbacks)
-    if partial is not None:
-        kwargs["partial"] = partial
-    if client is not None:
-        kwargs["client"] = client
-    else:  # the KG's own client: the contact goes into its User-Agent
-        from ..endpoints.client import make_user_agent, resolve_contact
-
-        kwargs["user_agent"] = http.user_agent or make_user_agent(resolve_contact(http.contact))
-    return KG.open(endpoint, **kwargs)
+    extra: dict[str, Any] = {} if partial is None else {"partial": partial}
+    return KG.open(endpoint, dialect=dialect, name=name, http=client if client is not None else http, cache=cache,
+                   fallbacks=tuple(split_fallback(item)[1] for item in fallbacks), **extra)
 
 
-def open_kgs(specs: list[KGSpec], *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = CacheOptions(),
+def open_kgs(specs: list[KGSpec], *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = DEFAULT_CACHE,
              client=None) -> KGs:
     """The named KGs of a run over one shared `HttpClient` (`client`, or a new one that `close_kgs` closes)."""
     names = [spec.name for spec in specs]

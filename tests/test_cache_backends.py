@@ -8,6 +8,7 @@ import re
 import asyncio
 
 import pickle
+from dataclasses import replace
 import subprocess
 import time
 import sys
@@ -16,12 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from kgfed.cache.options import CacheOptions
 from kgfed.cache.responses import ResponseCache, cache_key
 from kgfed.cache.root import CacheSpec, DiskStore, RedisStore, Store, local_root, open_store
 from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.data import DEMO_WIKIDATA
 from kgfed.engine.kg import KG
 from kgfed.engine.methods.base import Method, Result
+from kgfed.engine.config import KGSpec
 from kgfed.engine.harness.runner import RunSpec, run, select_questions
 from kgfed.sparql.errors import KgfedError
 from kgfed.sparql.results import SelectResult, Term
@@ -128,17 +131,17 @@ def test_several_processes_share_one_root_and_every_entry_is_whole(cache_root):
 
 
 async def test_kg_alignments_and_text_share_the_redis_root(redis_root, tmp_path):
-    """`KG.open(cache_dir=redis://…)` keeps answers in Redis: a second KG (any process) gets hits only;
+    """`KG.open(cache=CacheOptions(root="redis://…"))` keeps answers in Redis: a second KG (any process) gets hits only;
     the aligner's and the text source's stores come from the same root."""
     from kgfed.engine.federation.align import Aligner
     from kgfed.engine.text.context import open_text_source
 
-    async with KG.open(f"file:{DEMO_WIKIDATA}", cache_dir=redis_root) as kg:
+    async with KG.open(f"file:{DEMO_WIKIDATA}", cache=CacheOptions(root=str(redis_root))) as kg:
         first = await kg.relations("Q42")
         assert kg.stats["sent"] > 0 and kg.endpoint.cache.spec == CacheSpec(redis_root)
         aligner = Aligner({"wikidata": kg}, methods=("label",))
         assert isinstance(aligner.cache._cache, RedisStore) and aligner.cache._cache.location == redis_root
-    async with KG.open(f"file:{DEMO_WIKIDATA}", cache_dir=redis_root, offline=True) as kg:
+    async with KG.open(f"file:{DEMO_WIKIDATA}", cache=CacheOptions(root=str(redis_root), offline=True)) as kg:
         assert await kg.relations("Q42") == first and kg.stats["sent"] == 0 and kg.stats["cache_hits"] > 0
     source = open_text_source("wikipedia", cache_dir=redis_root, offline=True)
     try:
@@ -256,7 +259,7 @@ def _relations_on_node(root: str) -> tuple[str, int, int, list[str]]:
     import ray
 
     async def ask():
-        async with KG.open(f"file:{DEMO_WIKIDATA}", cache_dir=root) as kg:
+        async with KG.open(f"file:{DEMO_WIKIDATA}", cache=CacheOptions(root=str(root))) as kg:
             found = await kg.relations("Q42")
             return kg.stats["sent"], kg.stats["cache_hits"], sorted(r.relation for r in found)
 
@@ -273,8 +276,8 @@ def test_a_ray_run_over_two_nodes_shares_one_redis_cache(redis_root, tmp_path):
     except ImportError:
         pytest.skip("ray is not installed (pip install 'kgfed[distributed]'): the multi-node run is untested here")
     questions = select_questions(load_dataset(DEMO_QUESTIONS), limit=6)
-    spec = RunSpec(f"{__name__}:FirstEdge", {}, {"kg": "wikidata", "endpoint": [f"wikidata=file:{DEMO_WIKIDATA}"],
-                                                  "cache_dir": redis_root})
+    spec = RunSpec(f"{__name__}:FirstEdge", {}, kgs=(KGSpec("wikidata", f"file:{DEMO_WIKIDATA}"),),
+                   cache=CacheOptions(root=redis_root))
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     try:
         cluster.add_node(num_cpus=1)
@@ -301,6 +304,6 @@ def test_a_ray_run_over_two_nodes_shares_one_redis_cache(redis_root, tmp_path):
     assert warm["new"] == 6 and warm["cache_hit_rate"] == 1.0  # every answer the nodes stored is a hit here
     assert single.read_bytes() == distributed.read_bytes() and "{physicist}" in single.read_text(encoding="utf-8")
     alone = tmp_path / "alone.jsonl"  # and a cold one-process run on its own disk cache says the same
-    local = RunSpec(spec.method, {}, {**spec.kg_options, "cache_dir": str(tmp_path / "disk")})
+    local = replace(spec, cache=CacheOptions(root=str(tmp_path / "disk")))
     assert asyncio.run(run(local, questions, alone, progress=False))["cache_hit_rate"] == 0.0
     assert alone.read_bytes() == distributed.read_bytes()

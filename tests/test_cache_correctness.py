@@ -15,6 +15,7 @@ from pathlib import Path
 import pyoxigraph as ox
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from kgfed.cache.options import CacheOptions
 from kgfed.cache.responses import CachedEndpoint, ResponseCache, StoredResult, cache_key, compact, decode, encode, normalise_query
 from kgfed.endpoints.embedded import EmbeddedEndpoint
 from kgfed.engine.data import DEMO_WIKIDATA
@@ -220,7 +221,7 @@ async def test_a_changed_file_never_serves_old_entries(tmp_path, cache_root):
     cache_dir = cache_root
 
     async def label() -> list:
-        async with KG.open(f"file:{data}", cache_dir=cache_dir) as kg:
+        async with KG.open(f"file:{data}", cache=CacheOptions(root=str(cache_dir))) as kg:
             found = await kg.labels(["Q42"])
             return [found["Q42"].label, kg.stats["cache_hits"]]
 
@@ -252,7 +253,7 @@ async def test_default_max_age_is_a_week_for_live_wikidata_and_none_for_dumps():
 
 
 async def test_the_cache_can_be_switched_off(tmp_path):
-    async with KG.open(f"file:{DEMO_WIKIDATA}", cache=False, cache_dir=tmp_path / "c") as kg:
+    async with KG.open(f"file:{DEMO_WIKIDATA}", cache=False) as kg:
         await kg.relations("Q42")
         await kg.relations("Q42")
         assert kg.endpoint.cache is None and kg.stats["cache_hits"] == 0 and kg.stats["sent"] == 4

@@ -22,6 +22,7 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
+from kgfed.cache.options import CacheOptions
 from kgfed.cache.responses import ResponseCache
 from kgfed.cache.root import CacheError, DiskStore
 from kgfed.engine.cli import main
@@ -150,7 +151,7 @@ async def test_a_torn_journal_tail_is_cut_before_resuming(tmp_path):
     """What a kill -9 (or an older kgfed on a full disk) leaves: the last triple and report cut mid-line."""
     spec = f"file:{need(CWQ_NT)}"
     topics = read_topics(questions(tmp_path, 8))
-    async with KG.open(spec, dialect="freebase", cache_dir=tmp_path / "cache") as kg:
+    async with KG.open(spec, dialect="freebase", cache=CacheOptions(root=str(tmp_path / "cache"))) as kg:
         await extract(kg, topics, tmp_path / "whole.nt", hops=2, source=spec, progress=False)
         out = tmp_path / "resumed.nt"
         await extract(kg, topics[:4], out, hops=2, source=spec, progress=False)  # the first half, finished

@@ -11,10 +11,12 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
+from kgfed.cache.options import CacheOptions
 from kgfed.engine.cli import main
 from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.harness.extract import Caps, Extractor, Topics, extract, nt_line, read_topics, write_topics
 from kgfed.engine.kg import KG
+from kgfed.engine.config import KGSpec
 from kgfed.engine.harness.runner import RunSpec, run
 from kgfed.sparql.errors import KgfedError
 from kgfed.sparql.results import Term
@@ -43,7 +45,7 @@ def scrubbed(questions: Path, tmp_path: Path) -> Path:
 
 
 async def extract_file(spec: str, topics, out: Path, hops: int = 2, **kw) -> dict:
-    async with KG.open(spec, dialect="freebase", cache_dir=out.parent / "cache") as kg:
+    async with KG.open(spec, dialect="freebase", cache=CacheOptions(root=str(out.parent / "cache"))) as kg:
         return await extract(kg, topics, out, hops=hops, source=spec, progress=False, **kw)
 
 
@@ -112,7 +114,7 @@ def test_oxigraph_extract_retains_the_questions_and_tog_answers_alike(tmp_path, 
     kept = kept[:TOG_N]
     answers = {}
     for name, endpoint in (("server", oxigraph_freebase.url), ("extract", f"file:{out}")):
-        spec = RunSpec("tog", {}, {"kg": "freebase", "endpoint": [f"freebase={endpoint}"], "cache_dir": str(tmp_path / name)},
+        spec = RunSpec("tog", {}, kgs=(KGSpec("freebase", endpoint),), cache=CacheOptions(root=str(tmp_path / name)),
                        embeddings_dir=str(tmp_path / "embeddings"))  # shared: the second run reuses the vectors
         asyncio.run(run(spec, kept, tmp_path / f"{name}.jsonl", concurrency=4, progress=False))
         records = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -219,7 +221,7 @@ async def test_an_interrupted_extract_resumes_to_the_same_file(tmp_path):
 
     out = tmp_path / "resumed.nt"
     reports = Path(f"{out}.questions.jsonl")
-    async with KG.open(spec, dialect="freebase", cache_dir=tmp_path / "cache2") as kg:
+    async with KG.open(spec, dialect="freebase", cache=CacheOptions(root=str(tmp_path / "cache2"))) as kg:
         task = asyncio.create_task(extract(kg, topics, out, hops=2, source=spec, progress=False, parallel=1))
         while not reports.exists() or len(reports.read_text(encoding="utf-8").splitlines()) < 3:
             await asyncio.sleep(0.01)

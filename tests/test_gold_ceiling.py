@@ -13,6 +13,7 @@ import asyncio
 import pytest
 
 from kgfed.engine.harness.datasets import load_dataset
+from kgfed.engine.config import CacheOptions, KGSpec, kg_specs
 from kgfed.engine.harness.runner import RunSpec, run, select_questions
 
 from .conftest import CWQ_NT, CWQ_QUESTIONS, FED_DIR, SHARED, need
@@ -31,14 +32,14 @@ FAST = ("tog", "tog2")
 
 
 def cwq_spec(method: str, cache, text: bool = False) -> RunSpec:
-    return RunSpec(method, {}, {"kg": "freebase", "endpoint": [f"freebase=file:{need(CWQ_NT)}"], "cache_dir": str(cache)},
-                   f"gold:{need(CWQ_QUESTIONS)}", f"file:{need(EXTRACTS)}" if text else None)
+    return RunSpec(method, {}, kgs=(KGSpec("freebase", f"file:{need(CWQ_NT)}"),), cache=CacheOptions(root=str(cache)),
+                   llm=f"gold:{need(CWQ_QUESTIONS)}", text=f"file:{need(EXTRACTS)}" if text else None)
 
 
 def fed_spec(method: str, cache, text: bool = False) -> RunSpec:
     endpoints = [f"freebase=file:{need(FED_DIR / 'freebase.nt')}", f"wikidata=file:{need(FED_DIR / 'wikidata.nt')}"]
-    return RunSpec(method, {}, {"kg": "freebase,wikidata", "endpoint": endpoints, "cache_dir": str(cache)},
-                   f"gold:{need(FED_QUESTIONS)}", f"file:{need(EXTRACTS)}" if text else None)
+    return RunSpec(method, {}, kgs=tuple(kg_specs("freebase,wikidata", endpoints)), cache=CacheOptions(root=str(cache)),
+                   llm=f"gold:{need(FED_QUESTIONS)}", text=f"file:{need(EXTRACTS)}" if text else None)
 
 
 def check(tmp_path, spec: RunSpec, questions, floor: float) -> dict:

@@ -14,6 +14,7 @@ import pytest
 
 from kgfed.cache.costs import track
 from kgfed.engine.harness.datasets import load_dataset
+from kgfed.engine.config import CacheOptions, KGSpec
 from kgfed.engine.harness.runner import RunSpec, run
 from kgfed.engine.kg import KG
 from kgfed.engine.toolbox import gold_llm, prompts as P
@@ -204,8 +205,8 @@ def test_tog_with_the_stand_in_and_without_the_answers_triples(tmp_path, questio
     pruned = tmp_path / "without_answers.nt"
     with open(need(CWQ_NT), encoding="utf-8") as source, open(pruned, "w", encoding="utf-8") as out:
         out.writelines(line for line in source if not any(m in line for m in mids))
-    spec = lambda nt: RunSpec("tog", {}, {"kg": "freebase", "endpoint": [f"freebase=file:{nt}"],  # noqa: E731
-                                          "cache_dir": str(tmp_path / "cache")}, f"gold:{CWQ_QUESTIONS}")
+    spec = lambda nt: RunSpec("tog", {}, kgs=(KGSpec("freebase", f"file:{nt}"),),  # noqa: E731
+                              cache=CacheOptions(root=str(tmp_path / "cache")), llm=f"gold:{CWQ_QUESTIONS}")
     full = asyncio.run(run(spec(CWQ_NT), sample, tmp_path / "full.jsonl", progress=False))
     gone = asyncio.run(run(spec(pruned), sample, tmp_path / "gone.jsonl", progress=False))
     assert full["strict"] >= 0.85 and gone["hits@1"] <= 0.1 and gone["strict"] <= 0.1

@@ -11,6 +11,7 @@ import time
 from kgfed.endpoints.client import POLITE_HOSTS, HttpClient
 from kgfed.endpoints.transport import MockTransport, Request, Response
 from kgfed.engine.cli.federation import close_kgs, open_kgs
+from kgfed.engine.config import CacheOptions, kg_specs
 from kgfed.engine.harness.runner import KG_OPTION_DEFAULTS, RunSpec, Runtime
 
 from .live_services import no_user_config  # noqa: F401 (autouse)
@@ -93,8 +94,9 @@ async def test_open_kgs_makes_one_client_and_closes_it():
 
 
 async def test_a_run_shares_one_client_between_kgs_text_source_and_llm(tmp_path):
-    spec = RunSpec("tog", kg_options={**FEDERATION, "cache_dir": str(tmp_path / "cache"), "no_cache": False},
-                   llm="openai:http://127.0.0.1:9/v1#test-model", text="wikipedia")
+    spec = RunSpec("tog", kgs=tuple(kg_specs(FEDERATION["kg"], FEDERATION["endpoint"])),
+                   cache=CacheOptions(root=str(tmp_path / "cache")), llm="openai:http://127.0.0.1:9/v1#test-model",
+                   text="wikipedia")
     async with Runtime(spec) as runtime:
         shared = runtime._client
         assert shared is not None and not shared.closed

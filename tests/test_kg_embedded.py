@@ -8,6 +8,7 @@ from collections import defaultdict
 
 import pytest
 
+from kgfed.cache.options import CacheOptions
 from kgfed.engine.kg import KG
 from kgfed.sparql.dialects import NO_FILTER
 from kgfed.sparql.errors import InvalidIdentifier
@@ -160,12 +161,12 @@ async def test_unknown_ids_and_bad_input(codex_kg, cwq_kg):
 
 
 async def test_cache_answers_repeat_queries(tmp_path):
-    async with KG.open(f"file:{need(CODEX_NT)}", cache_dir=tmp_path / "c") as kg:
+    async with KG.open(f"file:{need(CODEX_NT)}", cache=CacheOptions(root=str(tmp_path / "c"))) as kg:
         first = await kg.relations("Q42")
         assert kg.stats["sent"] == 2 and kg.stats["cache_hits"] == 0
         assert await kg.relations("Q42") == first
         assert kg.stats["sent"] == 2 and kg.stats["cache_hits"] == 2
-    async with KG.open(f"file:{need(CODEX_NT)}", cache_dir=tmp_path / "c", offline=True) as kg:
+    async with KG.open(f"file:{need(CODEX_NT)}", cache=CacheOptions(root=str(tmp_path / "c"), offline=True)) as kg:
         assert await kg.relations("Q42") == first  # a new process: served from disk, offline
         from kgfed.sparql.errors import OfflineMiss
 
@@ -207,10 +208,10 @@ async def test_fresh_remembered_and_stored_answers_give_the_same_records(tmp_pat
         f'<{ns}m.0c> <{ns}type.object.name> "C"@en .\n<{ns}m.0c> <{ns}p.q.r> <{ns}m.0b> .\n')
     async with KG.open(f"file:{data}", dialect="freebase", cache=False) as kg:
         fresh = await walk(kg)
-    async with KG.open(f"file:{data}", dialect="freebase", cache_dir=tmp_path / "c") as kg:
+    async with KG.open(f"file:{data}", dialect="freebase", cache=CacheOptions(root=str(tmp_path / "c"))) as kg:
         first, remembered = await walk(kg), await walk(kg)
         assert kg.stats["cache_hits"] == kg.stats["sent"]
-    async with KG.open(f"file:{data}", dialect="freebase", cache_dir=tmp_path / "c", offline=True) as kg:
+    async with KG.open(f"file:{data}", dialect="freebase", cache=CacheOptions(root=str(tmp_path / "c"), offline=True)) as kg:
         stored = await walk(kg)
     assert fresh == first == remembered == stored
     rels, edges, capped = stored

@@ -26,7 +26,7 @@ CONTACT = "kgfed-tests@example.org"
 def open_kg(services: Services, spec: str, **kw) -> KG:
     http = HttpClient(contact=kw.pop("contact", CONTACT), user_agent=kw.pop("user_agent", None),
                       transport=MockTransport(services), backoff=0.01)
-    kg = KG.open(spec, client=http, cache=False, **kw)
+    kg = KG.open(spec, http=http, cache=False, **kw)
     kg._test_client = http  # closed by the test
     return kg
 
@@ -185,7 +185,7 @@ async def test_hypergraph_qualifiers_are_one_values_query_per_hop_with_the_per_p
 
     pairs = [("Q42", "P26"), ("Q42", "P69"), ("Q42", "P19"), ("Q14623681", "P26")]
     http = HttpClient(contact=CONTACT, transport=MockTransport(wdqs))
-    async with KG.open("wikidata", client=http, cache=False) as kg, KG.open(f"file:{demo}", cache=False) as local:
+    async with KG.open("wikidata", http=http, cache=False) as kg, KG.open(f"file:{demo}", cache=False) as local:
         batched = await kg.qualifiers(pairs)
         assert len(sent) == 1 and "VALUES (?e ?p ?ps)" in sent[0].fields()["query"]
         for pair in pairs:  # the same statements as the dialect's one-pair template finds, pair by pair

@@ -256,12 +256,13 @@ async def test_anthropic_spend_limit_and_bad_request_fail_at_once(anthropic_serv
 async def test_a_run_shares_one_cap_and_survives_busy_answers(tmp_path):
     need(CWQ_NT)
     from kgfed.engine.harness.datasets import load_dataset
+    from kgfed.engine.config import CacheOptions, KGSpec
     from kgfed.engine.harness.runner import RunSpec, in_flight_for, run
 
     questions = load_dataset(str(need(CWQ_QUESTIONS)))[:6]
     faults = [(503, {"Retry-After": "1"}, OPENAI_503), (503, {}, LLAMA_CPP_503)]  # busy, not a sign of a lower cap
     async with ScriptedLLMServer(latency=0.05, cap=3, questions=[q.text for q in questions], faults=faults) as server:
-        spec = RunSpec("tog", {}, {"kg": "freebase", "endpoint": [f"freebase=file:{CWQ_NT}"], "cache_dir": str(tmp_path / "c")},
+        spec = RunSpec("tog", {}, kgs=(KGSpec("freebase", f"file:{CWQ_NT}"),), cache=CacheOptions(root=str(tmp_path / "c")),
                        llm=f"openai:{server.url}#m", llm_concurrency=3)
         assert in_flight_for(spec) == 8  # at least the usual 8 questions at once; 2 per allowed call beyond that
         summary = await run(spec, questions, tmp_path / "preds.jsonl", progress=False)

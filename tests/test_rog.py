@@ -14,6 +14,7 @@ from kgfed.engine.cli import main  # noqa: E402
 from kgfed.engine.harness.datasets import load_dataset  # noqa: E402
 from kgfed.engine.kg import KG  # noqa: E402
 from kgfed.engine.harness.rog import MINTED, convert, load_questions, rog_id  # noqa: E402
+from kgfed.engine.config import CacheOptions, KGSpec  # noqa: E402
 from kgfed.engine.harness.runner import RunSpec, run  # noqa: E402
 from kgfed.sparql.errors import DatasetError  # noqa: E402
 
@@ -111,7 +112,7 @@ def test_tog_answers_a_rog_question_and_the_cli_converts(rog_parquet, tmp_path, 
     out = tmp_path / "rog.nt"
     assert main(["rog", str(rog_parquet), "--out", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["questions"] == 2
-    spec = RunSpec("tog", {}, {"kg": "freebase", "endpoint": [f"freebase=file:{out}"], "cache_dir": str(tmp_path / "c")})
+    spec = RunSpec("tog", {}, kgs=(KGSpec("freebase", f"file:{out}"),), cache=CacheOptions(root=str(tmp_path / "c")))
     summary = asyncio.run(run(spec, load_dataset(rog_parquet)[:1], tmp_path / "p.jsonl", progress=False))
     record = json.loads((tmp_path / "p.jsonl").read_text(encoding="utf-8"))
     assert record["results"] == "{Jaxon Bieber}" and summary["hits@1"] == 1.0

@@ -8,11 +8,12 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
+from kgfed.engine.config import CacheOptions, KGSpec
 from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.harness.evaluate import read_predictions
 from kgfed.engine.methods.base import Method, MethodParams, Result
@@ -60,7 +61,7 @@ class FirstNeighbour(Method):
 
 
 def cwq_spec(method: str = f"{HERE}:FirstNeighbour", **params) -> RunSpec:
-    return RunSpec(method, params, {"kg": "freebase", "endpoint": [f"freebase=file:{need(CWQ_NT)}"]})
+    return RunSpec(method, params, kgs=(KGSpec("freebase", f"file:{need(CWQ_NT)}"),))
 
 
 def cwq_questions(n: int):
@@ -282,8 +283,8 @@ def test_every_registered_method_runs_llm_free(tmp_path, method, cwq_store):
 
 def test_federation_questions_over_both_kgs(tmp_path):
     questions = select_questions(load_dataset(need(FED_DIR / "questions.jsonl")), limit=4)
-    spec = RunSpec(f"{HERE}:FirstNeighbour", {}, {"kg": "freebase,wikidata", "endpoint": [
-        f"freebase=file:{FED_DIR / 'freebase.nt'}", f"wikidata=file:{FED_DIR / 'wikidata.nt'}"]})
+    spec = RunSpec(f"{HERE}:FirstNeighbour", {}, kgs=(KGSpec("freebase", f"file:{FED_DIR / 'freebase.nt'}"),
+                                                     KGSpec("wikidata", f"file:{FED_DIR / 'wikidata.nt'}")))
     out = tmp_path / "fed.jsonl"
     summary = asyncio.run(run(spec, questions, out, progress=False))
     assert summary["answered"] == 4
@@ -296,8 +297,7 @@ def test_run_with_recorded_llm_replies_is_reproducible(tmp_path, cwq_store):
     if not replies.is_dir():
         pytest.skip("ToG's recorded LLM replies are not in this checkout")
     questions = cwq_questions(2)  # the CWQ questions ToG's replies were recorded for, with their dataset topics
-    spec = cwq_spec("tog")
-    spec.llm = f"replay:{replies}"
+    spec = replace(cwq_spec("tog"), llm=f"replay:{replies}")
     outs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     summaries = [asyncio.run(run(spec, questions, out, progress=False)) for out in outs]
     assert summaries[0]["failed"] == 0 and outs[0].read_bytes() == outs[1].read_bytes()
@@ -329,7 +329,7 @@ def test_opening_a_runtime_loads_the_model_for_a_first_run_and_only_readies_the_
     embedder = embeddings.Embedder(cache=tmp_path / "emb")
     for i in range(stored):
         embedder.cache.set(embedder._key(f"text {i}"), np.full(384, i, dtype=np.float32).tobytes())
-    runtime = runner.Runtime(RunSpec("tog", kg_options={"no_cache": True}))
+    runtime = runner.Runtime(RunSpec("tog", cache=CacheOptions(enabled=False)))
     runtime.embedder = embedder
     runtime._preload()
     assert stored >= runner.PRELOAD_BELOW or (loads == [None] and not embedder._memo)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from kgfed.cache.options import CacheOptions
 from kgfed.cache.recording import recording
 from kgfed.cache.responses import ResponseCache, cache_key
 from kgfed.endpoints.client import HttpClient
@@ -188,11 +189,11 @@ async def test_the_cache_keys_on_the_url_without_credentials(server, tmp_path):
     query = f"SELECT ?p ?o WHERE {{ <http://rdf.freebase.com/ns/{ENTITY}> ?p ?o }}"
     bare = f"http://127.0.0.1:{server.port}/sparql"
     assert cache_key(server.url(), query) == cache_key(bare, query) == cache_key(server.url("other-password"), query)
-    async with KG.open(server.url(), dialect="freebase", cache_dir=tmp_path) as kg:
+    async with KG.open(server.url(), dialect="freebase", cache=CacheOptions(root=str(tmp_path))) as kg:
         first = await kg.select(query)
     sent = len(server.seen)
     # the same endpoint with another password (or none) is answered from the same entries, offline
-    async with KG.open(server.url("another-password-99"), dialect="freebase", cache_dir=tmp_path, offline=True) as kg:
+    async with KG.open(server.url("another-password-99"), dialect="freebase", cache=CacheOptions(root=str(tmp_path), offline=True)) as kg:
         assert await kg.select(query) == first
     assert len(server.seen) == sent
     cache = ResponseCache(tmp_path)

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from kgfed.cache.options import CacheOptions
 from kgfed.cache.responses import ResponseCache
 from kgfed.endpoints.client import HttpClient
 from kgfed.endpoints.http import HttpEndpoint
@@ -91,7 +92,7 @@ async def test_a_closed_kg_refuses_every_call_and_ends_queries_in_flight(server,
 
 async def test_kg_open_with_its_own_client_and_cache_leaves_nothing_open(server, tmp_path, no_unclosed):
     server.script = [answering(right_body)]
-    async with KG.open(server.url, dialect="wikidata", cache_dir=tmp_path / "c") as kg:
+    async with KG.open(server.url, dialect="wikidata", cache=CacheOptions(root=str(tmp_path / "c"))) as kg:
         for call in CALLS.values():
             await call(kg)
     assert kg.closed and kg.endpoint.cache._closed

@@ -1,9 +1,8 @@
 """The `kgfed` command line: 1-hop lookups, raw queries, and the commands other modules register.
 
 Every command exits 0 on success and 2 with one line `kgfed: error: …` on bad input or a failing
-source (argument errors too: `KgfedParser.error` prints one line, not argparse's usage block). Every
-numeric option is checked when parsed (`_check_numbers` gives each int/float option a range), so a
-`--concurrency 0` or `--timeout 0` is refused up front instead of hanging. Tables go to a terminal
+source (argument errors too: `KgfedParser.error` prints one line, not argparse's usage block). The
+shared options, their checks and their translation into value objects are in `cli.options`. Tables go to a terminal
 as rich tables and to a pipe as tab-separated lines that never cut an id; a closed pipe (`| head`)
 ends quietly. Heavy libraries (torch, sentence-transformers) are imported only by commands that need them.
 """
@@ -14,7 +13,6 @@ import asyncio
 import importlib
 import json
 import os
-import re
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,116 +21,14 @@ from typing import Any
 from ...sparql.errors import KgfedError
 from ...sparql.secrets import redact
 from .. import __version__
+from .options import (  # noqa: F401 - the shared options' names, importable from here as in 0.2
+    FRACTIONS, PORTS, ZERO_ALLOWED, add_cache_options, add_source_options, cache_options, check_numbers, check_writable,
+    fraction, http_options, nonnegative_int, open_client, open_kg, port, positive_float, positive_int,
+)
 
 # Modules that add sub-commands: each has `register(subparsers, common)`; imported lazily per run.
 COMMAND_MODULES: list[str] = [".context", ".federation", ".evaluate", ".freebase", ".ask", ".run", ".mcp", ".extract", ".endpoints"]
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
-
-
-# -- shared options --------------------------------------------------------------------------------
-def add_source_options(parser: argparse.ArgumentParser) -> None:
-    """--endpoint/--dialect and the cache/etiquette options every KG command takes."""
-    parser.add_argument("--endpoint", "-e", default=None,
-                        help="wikidata | qlever-wikidata | qlever-freebase | file:PATH[,PATH] | http(s)://URL (default: the demo KG)")
-    parser.add_argument("--dialect", choices=["wikidata", "freebase"], help="needed for URLs; guessed for files")
-    add_cache_options(parser)
-
-
-def add_cache_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cache-dir", help="cache root: a directory (default $KGFED_CACHE_DIR, else ~/.cache/kgfed) "
-                        "or redis://HOST:PORT/DB to share answers between machines")
-    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
-    parser.add_argument("--offline", action="store_true", help="answer only from the cache; a miss is an error")
-    parser.add_argument("--verbose", "-v", action="count", default=0,
-                        help="log on stderr: -v retries, 429 pauses and warnings; -vv every request and cache hit")
-    parser.add_argument("--record", metavar="CASSETTE", help="record HTTP to a vcrpy cassette (replayed when it exists)")
-    parser.add_argument("--replay", metavar="CASSETTE", help="replay HTTP from a vcrpy cassette only (never the network)")
-    parser.add_argument("--user-agent", help="the whole User-Agent for HTTP (default kgfed/VERSION (CONTACT) aiohttp/VERSION)")
-    parser.add_argument("--contact", help="your email or URL for the User-Agent, which Wikimedia requires "
-                                          "(default $KGFED_CONTACT, or contact = \"...\" in ~/.config/kgfed/config.toml)")
-    parser.add_argument("--timeout", type=positive_float, default=60.0, help="per-request timeout in seconds (default 60)")
-    parser.add_argument("--concurrency", type=positive_int, help="max parallel requests per host (WDQS default 5)")
-    parser.add_argument("--refresh", action="store_true", help="re-fetch every answer once and store the new one")
-    parser.add_argument("--max-age", type=positive_float, metavar="SECONDS",
-                        help="serve cached answers at most this old (default: a week for live Wikidata endpoints, "
-                             "unlimited for files, Freebase and local servers)")
-    parser.add_argument("--partial", choices=["error", "retry", "allow"], default=None,
-                        help="answers a server marks incomplete (Virtuoso timeout/row cap): error (default), retry "
-                             "with longer timeouts then error, or allow them (flagged; exit status 3)")
-    parser.add_argument("--fallback", action="append", default=None, metavar="[KG=]SPEC",
-                        help="an endpoint to ask while the KG's is down or keeps failing (5xx, refused connections, a "
-                             "ban-length 429), repeatable, in order: e.g. --endpoint wikidata --fallback qlever-wikidata")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-
-
-# -- numeric options: checked when parsed ----------------------------------------------------------
-def _number(kind: type, text: str, low: float | None, high: float | None, low_open: bool = False):
-    try:
-        value = kind(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {'a whole number' if kind is int else 'a number'}, got {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    if low is not None and (value <= low if low_open else value < low) or high is not None and value > high:
-        bounds = (f"> {low:g}" if low_open else f">= {low:g}") if high is None else f"between {low:g} and {high:g}"
-        raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """argparse type: a whole number >= 1."""
-    return _number(int, text, 1, None)
-
-
-def nonnegative_int(text: str) -> int:
-    """argparse type: a whole number >= 0 (options where 0 means none/all)."""
-    return _number(int, text, 0, None)
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0 (timeouts)."""
-    return _number(float, text, 0, None, low_open=True)
-
-
-def fraction(text: str) -> float:
-    """argparse type: a number between 0 and 1 (similarity thresholds and margins)."""
-    return _number(float, text, 0, 1)
-
-
-def port(text: str) -> int:
-    """argparse type: a TCP port 1-65535."""
-    return _number(int, text, 1, 65535)
-
-
-# Options whose 0 means something (none / all / omit); every other int option must be >= 1.
-ZERO_ALLOWED = {"--maxlag", "--overlap", "--seed", "--query-timeout"}
-FRACTIONS = {"--threshold", "--margin", "--align-relations"}
-PORTS = {"--port", "--isql-port"}
-
-
-def _range_for(action: argparse.Action):
-    """The checked type of a numeric option (None when it has none or already has a checked one)."""
-    if action.type not in (int, float):
-        return None
-    names = set(action.option_strings)
-    if names & PORTS:
-        return port
-    if action.type is float:
-        return fraction if names & FRACTIONS else positive_float
-    if names & ZERO_ALLOWED or re.search(r"(?<![\d.])0 (=|to |means)", action.help or ""):  # "0 = all", "0 to omit"
-        return nonnegative_int
-    return positive_int
-
-
-def _check_numbers(parser: argparse.ArgumentParser) -> None:
-    """Give every plain int/float option of every sub-command a range (modules register `type=int`)."""
-    for action in parser._actions:
-        checked = _range_for(action)
-        if checked is not None:
-            action.type = checked
-        for sub in getattr(action, "choices", None) or {}:
-            if isinstance(action.choices, dict) and isinstance(action.choices[sub], argparse.ArgumentParser):
-                _check_numbers(action.choices[sub])
 
 
 class KgfedParser(argparse.ArgumentParser):
@@ -149,61 +45,6 @@ class KgfedParser(argparse.ArgumentParser):
                          "do: relations, search, query, ask, run, expand, …; give each of several KGs its dialect with "
                          "--endpoint NAME=DIALECT@SPEC)\n")
         self.exit(2, f"kgfed: error: {prefix}{line} (see {self.prog} --help)\n")
-
-
-def http_options(args: argparse.Namespace):
-    """`HttpOptions` from --timeout/--user-agent/--contact/--concurrency."""
-    from ..config import HttpOptions
-
-    return HttpOptions.from_options(vars(args))
-
-
-def cache_options(args: argparse.Namespace):
-    """`CacheOptions` from --cache-dir/--no-cache/--offline/--refresh/--max-age."""
-    from ..config import CacheOptions
-
-    return CacheOptions.from_options(vars(args))
-
-
-def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | None = None, name: str | None = None,
-            client=None):
-    """A `KG` from the parsed options (the demo Wikidata KG when no endpoint is given).
-
-    Pass the run's shared `HttpClient` as `client` when opening several KGs (one politeness domain per
-    host); without one the KG gets its own client, closed with it.
-    """
-    from ..config import open_endpoint
-    from ..data import default_endpoint
-
-    dialect = dialect or getattr(args, "dialect", None)
-    spec = spec or args.endpoint or default_endpoint(dialect)
-    return open_endpoint(spec, name=name, dialect=dialect, partial=getattr(args, "partial", None),
-                         http=http_options(args), cache=cache_options(args), client=client,
-                         fallbacks=tuple(getattr(args, "fallback", None) or ()))
-
-
-def check_writable(path: str | os.PathLike, option: str) -> None:
-    """Fail before any work when an output path cannot be written (a directory, a missing or read-only
-    directory, a read-only file), with one line naming the option: not after a long run, at its end."""
-    target = Path(path)
-    if target.is_dir():
-        raise KgfedError(f"{option} {path} is a directory: give a file path, e.g. {target / 'out.jsonl'}")
-    parent = target.parent
-    if not parent.is_dir():
-        raise KgfedError(f"cannot write {path}: directory {parent} does not exist (create it, or give another {option})")
-    probe = parent / f".{target.name}.{os.getpid()}.probe"
-    try:
-        probe.open("w").close()  # the directory takes new files (outputs are replaced atomically through one)
-        probe.unlink()
-        if target.exists():
-            target.open("a").close()
-    except OSError as exc:
-        raise KgfedError(f"cannot write {path}: {exc.strerror or exc} (give a writable {option})") from None
-
-
-def open_client(args: argparse.Namespace):
-    """The one `HttpClient` of a command or run, from --user-agent/--contact/--timeout/--concurrency."""
-    return http_options(args).client()
 
 
 def emit(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list[str], title: str = "") -> None:
@@ -386,7 +227,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
 
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name, __package__).register(command, add_source_options, add_cache_options)
-    _check_numbers(parser)
+    check_numbers(parser)
     return parser, handlers
 
 

@@ -88,13 +88,13 @@ def _print_result(result) -> None:
 
 async def cmd_ask(args: argparse.Namespace) -> int:
     from .federation import kg_names
-    from .method_options import run_spec
+    from .options import run_spec
     from ..harness.runner import Runtime
 
     if not args.question.strip():
         raise KgfedError("the question is empty: give it in quotes, e.g. kgfed ask \"who founded Apple?\"")
     if args.view:
-        from .app import check_writable
+        from .options import check_writable
 
         check_writable(args.view, "--view")
     kg_names(args)

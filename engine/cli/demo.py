@@ -13,11 +13,11 @@ async def run_demo(args: argparse.Namespace) -> int:
     """Relations, neighbours (incl. a Freebase CVT hop), labels and search on both demo KGs;
     a readable tour, or with --json one JSON document of the same lookups."""
     from ..kg.facade import KG
+    from .options import cache_options
 
     started = time.perf_counter()
-    cache_options = {"cache": not args.no_cache, "cache_dir": args.cache_dir, "offline": args.offline}
-    async with KG.open(default_endpoint("wikidata"), **cache_options) as wd, \
-               KG.open(default_endpoint("freebase"), **cache_options) as fb:
+    cache = cache_options(args)
+    async with KG.open(default_endpoint("wikidata"), cache=cache) as wd, KG.open(default_endpoint("freebase"), cache=cache) as fb:
         label = (await wd.labels(["Q42"]))["Q42"]
         wd_relations = await wd.relations("Q42", "out")
         wd_edges = [edge for prop in ("P69", "P800") for edge in await wd.neighbors("Q42", prop)]

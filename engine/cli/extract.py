@@ -74,7 +74,7 @@ def register(command, add_source_options, add_cache_options) -> None:
 
 
 def _lookup(args: argparse.Namespace, spec: str, dialect: str | None):
-    from .app import open_kg
+    from .options import open_kg
     from ...endpoints.profiles import with_default_graph
 
     return open_kg(args, spec=with_default_graph(spec, getattr(args, "graph", None)), dialect=dialect)
@@ -232,8 +232,9 @@ async def check_extract(args: argparse.Namespace) -> dict[str, Any]:
 # -- doctor and rog -------------------------------------------------------------------------------------
 async def cmd_doctor(args: argparse.Namespace) -> int:
     from ..harness.doctor import diagnose, render
+    from .options import http_options
 
-    report = await diagnose(args)
+    report = await diagnose(args, http_options(args))
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=1))
     else:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...sparql.errors import KgfedError
-from ..config import DEFAULT_KGS, KGs, KGSpec, close_kgs  # noqa: F401 - close_kgs: importable from here
+from ..config import DEFAULT_KGS, AlignOptions, KGs, KGSpec, close_kgs  # noqa: F401 - close_kgs: importable from here
 from ..config import kg_specs as config_kg_specs
 from ..config import open_kgs as open_config_kgs
 
@@ -62,8 +62,11 @@ def add_kg_options(parser: argparse.ArgumentParser) -> None:
 def add_alignment_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--methods", default="auto",
                         help="alignment methods in order: p646,label,sbert (default auto: all three when the embeddings extra is installed)")
-    parser.add_argument("--threshold", type=float, default=0.9, help="SBERT similarity needed to align (default 0.9)")
-    parser.add_argument("--margin", type=float, default=0.05, help="SBERT lead over the runner-up needed (default 0.05)")
+    defaults = AlignOptions()  # the defaults, written once there
+    parser.add_argument("--threshold", type=float, default=defaults.threshold,
+                        help=f"SBERT similarity needed to align (default {defaults.threshold:g})")
+    parser.add_argument("--margin", type=float, default=defaults.margin,
+                        help=f"SBERT lead over the runner-up needed (default {defaults.margin:g})")
 
 
 def kg_specs(args: argparse.Namespace) -> list[KGSpec]:
@@ -111,7 +114,7 @@ def open_kgs(args: argparse.Namespace, client=None) -> KGs:
     endpoint a dialect name opens its demo KG. Every KG shares one `HttpClient` (`client`, or a new one
     closed by `close_kgs`), so two KGs on one host share its concurrency cap, budget and 429 pauses.
     """
-    from .app import cache_options, http_options
+    from .options import cache_options, http_options
 
     return open_config_kgs(kg_specs(args), http=http_options(args), cache=cache_options(args), client=client)
 
@@ -119,16 +122,16 @@ def open_kgs(args: argparse.Namespace, client=None) -> KGs:
 def open_session(args: argparse.Namespace):
     """The command's `Session`: the KGs of `open_kgs(args)` over its one client and cache, and its embedder."""
     from ..session import Session
-    from .app import cache_options, http_options
+    from .options import cache_options, http_options
 
     return Session(kgs=kg_specs(args), http=http_options(args), cache=cache_options(args))
 
 
 def make_aligner(args: argparse.Namespace, kgs: dict[str, Any], embedder: Any = None):
     """An `Aligner` from --methods/--threshold/--margin (`AlignOptions`; `auto` uses SBERT only with an embedder)."""
-    from ..config import AlignOptions
+    from .options import align_options
 
-    return AlignOptions.from_options(vars(args)).aligner(kgs, cache=not args.no_cache, embedder=embedder)
+    return align_options(args).aligner(kgs, cache=not args.no_cache, embedder=embedder)
 
 
 # -- commands --------------------------------------------------------------------------------------
@@ -173,7 +176,7 @@ async def cmd_expand(args: argparse.Namespace) -> int:
     for option in ("hops", "width", "limit"):
         if getattr(args, option) < 0:
             raise KgfedError(f"--{option} must be ≥ 0")
-    from .app import check_writable
+    from .options import check_writable
 
     for option, path in (("--view", args.view), ("--dot", args.dot), ("--rdf", args.rdf)):
         if path:

@@ -170,7 +170,8 @@ def _is_entity(kg, short_id: str) -> bool:
 
 async def cmd_gold(args: argparse.Namespace) -> int:
     from ...endpoints.profiles import with_default_graph
-    from .app import emit, open_kg
+    from .app import emit
+    from .options import open_kg
     from .federation import ProgressBar
 
     questions = gold_questions(args.questions, args.limit)

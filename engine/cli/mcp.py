@@ -56,12 +56,11 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("mcp") is None:
         raise KgfedError("the MCP SDK is not installed: pip install 'kgfed[mcp]'")
     specs = kg_specs(args)  # validate --kg/--endpoint before anything starts
-    from ..config import AlignOptions
     from ..mcp.server import ServerOptions, serve
-    from .app import cache_options, http_options
+    from .options import align_options, cache_options, http_options
 
     return await serve(ServerOptions(kgs=tuple(specs), http=http_options(args), cache=cache_options(args),
-                                     align=AlignOptions.from_options(vars(args)),
+                                     align=align_options(args),
                                      llm=args.llm, llm_concurrency=args.llm_concurrency,
                                      text_source=args.text_source, transport=args.transport, port=args.port,
                                      query_memory_mb=args.query_memory, query_workers=args.query_workers))

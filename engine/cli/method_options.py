@@ -76,9 +76,7 @@ def params_listing(method: str) -> str:
 
 
 def run_spec(args: argparse.Namespace):
-    """The RunSpec of `kgfed ask`/`run` options (method, params, KGs, cache, LLM, text)."""
-    from ..harness.runner import KG_OPTION_DEFAULTS, RunSpec
+    """The RunSpec of `kgfed ask`/`run` options (`cli.options.run_spec`, where argparse names become value objects)."""
+    from .options import run_spec as typed_run_spec
 
-    options = {key: getattr(args, key, default) for key, default in KG_OPTION_DEFAULTS.items()}
-    return RunSpec(args.method, method_params(args), options, args.llm, args.text,
-                   llm_concurrency=getattr(args, "llm_concurrency", None))
+    return typed_run_spec(args)

@@ -66,11 +66,11 @@ async def cmd_eval(args: argparse.Namespace) -> int:
 
 async def cmd_run(args: argparse.Namespace) -> int:
     from .federation import kg_names
-    from .method_options import run_spec
+    from .options import run_spec
     from ..harness.datasets import load_dataset
     from ..harness.runner import run, select_questions
 
-    from .app import check_writable
+    from .options import check_writable
     from ..harness.runner import costs_path_for
 
     kg_names(args)  # validate --kg/--endpoint before loading anything

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...endpoints.options import HttpOptions
 from ...sparql.dialects import DIALECTS, get_dialect
 from ...sparql.errors import KgfedError
 
@@ -59,21 +60,21 @@ class Report:
         return any(c["status"] == "fail" for c in self.data["checks"])
 
 
-async def diagnose(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the checks on `args.spec` (with --dialect, --graph, --probe, --no-size and the HTTP options)."""
+async def diagnose(args: argparse.Namespace, http: HttpOptions | None = None) -> dict[str, Any]:
+    """Run the checks on `args.spec` (with --dialect, --graph, --probe, --no-size) over `http` (default `HttpOptions()`)."""
     from ...endpoints.http import HttpEndpoint
     from ...endpoints.profiles import PROFILES
     from ...endpoints.profiles import with_default_graph
-    from ..config import CacheOptions, HttpOptions, open_endpoint
+    from ..config import CacheOptions, open_endpoint
     from ..kg.facade import KG
 
     spec = with_default_graph(args.spec, getattr(args, "graph", None))
     report = Report(spec)
-    http = HttpOptions.from_options(vars(args))
+    options = http if http is not None else HttpOptions()
     wanted = args.dialect or (PROFILES[spec].dialect if spec in PROFILES else None)
     try:  # a URL needs some dialect to open; the data decides below
         opened = open_endpoint(spec, dialect=wanted or (None if spec.startswith("file:") else "freebase"),
-                               partial=getattr(args, "partial", None), http=http, cache=CacheOptions(enabled=False))
+                               partial=getattr(args, "partial", None), http=options, cache=CacheOptions(enabled=False))
     except KgfedError as exc:
         report.add("reachable", "fail", str(exc))
         return _finish(report, None)

@@ -1,39 +1,37 @@
 """The KBQA run harness: one method over many questions, bounded, cached, resumable and Ctrl-C safe.
 
-    spec = RunSpec("tog", kg_options={"kg": "freebase", "endpoint": ["freebase=file:cwq_subgraph.nt"]})
+    spec = RunSpec("tog", kgs=(KGSpec("freebase", "file:cwq_subgraph.nt"),), cache=CacheOptions(root="cache"))
     summary = await run(spec, select_questions(load_dataset("cwq-subgraph"), limit=50), "preds.jsonl")
 
-Questions run `concurrency` at a time over one shared `Runtime` (KGs, response cache, LLM, embedder,
-method), or in chunks on `workers` processes / Ray actors that each build their own runtime over the
-same cache directory (diskcache is process-safe). Every finished question is appended to the output
-as one whole line and flushed (`tog`: the JSONL itself; `tog-json`/`tog2`: a `.partial` JSONL
-journal), so an interrupted run leaves a valid file and a re-run skips the ids already there. At the
-end (or on Ctrl-C) the output is rewritten atomically in dataset order, so a warm-cache re-run is
-byte-identical: the prediction records carry only cache-independent cost figures (LLM calls and
-tokens); the full per-question costs (SPARQL queries, requests sent, cache hits, seconds, ...) go
-to a JSONL sidecar beside the predictions.
+A `RunSpec` is the whole configuration of a run as value objects (`KGSpec`s, `HttpOptions`,
+`CacheOptions`, the method's name and parameters, the LLM and text-source specs): frozen and
+picklable, so worker processes and Ray actors rebuild the same `Runtime` from it. Questions run
+`concurrency` at a time over one shared `Runtime` (KGs, response cache, LLM, embedder, method), or in
+chunks on `workers` processes / Ray actors that each build their own runtime over the same cache
+directory (diskcache is process-safe). What the run writes and shows (the resumable prediction file,
+its cost sidecar, the running figures, the progress bar) is `harness.output`.
 """
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
-import sys
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ..config import CacheOptions, HttpOptions, KGSpec
+from typing import Any
 
 from ...sparql.errors import KgfedError
+from ..config import CacheOptions, HttpOptions, KGSpec, kg_specs
 from ..session import Session
-from .datasets import Question, gold_answers, has_gold, read_records
-from .evaluate import (NULL_ANSWER, Prediction, evaluate, prediction_from_record, prediction_record, tog_match,
-                       write_predictions)
+from .datasets import Question
+from .evaluate import NULL_ANSWER, Prediction
+from .output import (  # noqa: F401 - MAX_FAILURES_BEFORE_SUCCESS, costs_path_for, summarize: importable from here as in 0.2
+    MAX_FAILURES_BEFORE_SUCCESS, Answered, Output, Progress, Tally, costs_path_for, disk_full, summarize,
+)
+from .output import interrupted_note as _interrupted_note
 from .datasets import load_dataset as _load_dataset
 from ..toolbox import gold_llm as _gold_llm
 
@@ -42,66 +40,100 @@ _gold_llm.question_loader = _load_dataset  # `--llm gold:FILE` reads the file as
 # Cost figures that do not depend on the cache or on timing: kept in the prediction records. SPARQL
 # counts are not among them: alignments have their own cache, so a warm run asks fewer queries.
 STABLE_COSTS = ("llm_calls", "input_tokens", "output_tokens")
-MAX_FAILURES_BEFORE_SUCCESS = 10  # abort a run whose first questions all fail (a broken setup, not bad luck)
 DEFAULT_IN_FLIGHT = 8  # questions at once per worker (`--in-flight`)
 IN_FLIGHT_PER_LLM_CALL = 2  # with --llm-concurrency N: 2N questions at once by default (docs/llm.md, bench/llm_bound.py)
 # What the last interrupted run kept (the CLI prints it once, in place of a bare "interrupted").
 interrupted_note: str | None = None
 PRELOAD_BELOW = 100  # load the embedding model in the background when its cache holds fewer vectors (a first run)
-# open_kgs reads these options; RunSpec.kg_options overrides them.
-KG_OPTION_DEFAULTS: dict[str, Any] = {"kg": None, "endpoint": None, "cache_dir": None, "no_cache": False, "offline": False,
-                                      "timeout": 60.0, "concurrency": None, "user_agent": None, "contact": None,
-                                      "refresh": False, "max_age": None, "partial": None, "fallback": None}
+# The option names of 0.2's `RunSpec(kg_options=...)` (deprecated; removed in 0.3) and what each defaulted to.
+_HTTP, _CACHE = HttpOptions(), CacheOptions()
+KG_OPTION_DEFAULTS: dict[str, Any] = {"kg": None, "endpoint": None, "cache_dir": _CACHE.root, "no_cache": not _CACHE.enabled,
+                                      "offline": _CACHE.offline, "timeout": _HTTP.timeout, "concurrency": _HTTP.concurrency,
+                                      "user_agent": _HTTP.user_agent, "contact": _HTTP.contact, "refresh": _CACHE.refresh,
+                                      "max_age": _CACHE.max_age, "partial": None, "fallback": None}
 
 
-@dataclass
+def _default_kgs() -> tuple[KGSpec, ...]:
+    return tuple(kg_specs(None))  # freebase and wikidata, each the bundled demo KG of its dialect
+
+
+@dataclass(frozen=True)
 class RunSpec:
-    """Everything a worker needs to rebuild the runtime (picklable: names and options, no objects).
+    """Everything a worker needs to rebuild the runtime, as value objects (frozen and picklable: no clients).
 
-    `method` is a registry name (tog, pog, ...) or `package.module:Class`; `kg_options` are the
-    `--kg/--endpoint/--cache-dir/...` options `open_kgs` reads; `text` a text-source spec;
-    `llm_concurrency` the calls in flight to the LLM for the whole run (`--llm-concurrency`; None: no cap).
+    `method` is a registry name (tog, pog, ...) or `package.module:Class`, `params` its parameters;
+    `kgs` the run's KGs (default: freebase and wikidata, the bundled demo KGs); `http`/`cache` how it
+    talks HTTP and caches; `llm` an LLM spec (`toolbox.llm.make_llm`) with `llm_concurrency` calls in
+    flight for the whole run (`--llm-concurrency`; None: no cap); `text` a text-source spec;
+    `embeddings_dir` where the sentence vectors live (None: the cache root's).
+
+    `kg_options`, 0.2's dict of CLI option names (`{"kg": ..., "endpoint": [...], "cache_dir": ...}`),
+    still works until 0.3 with a `DeprecationWarning`: it is turned into `kgs`, `http` and `cache`.
     """
 
     method: str
     params: dict[str, Any] = field(default_factory=dict)
-    kg_options: dict[str, Any] = field(default_factory=dict)
+    kg_options: InitVar[Mapping[str, Any] | None] = None
     llm: str = "none"
     text: str | None = None
     embeddings_dir: str | None = None
     llm_concurrency: int | None = None
+    kgs: tuple[KGSpec, ...] = field(default_factory=_default_kgs)
+    http: HttpOptions = _HTTP
+    cache: CacheOptions = _CACHE
+
+    def __post_init__(self, kg_options: Mapping[str, Any] | None) -> None:
+        if kg_options is not None:
+            warnings.warn("RunSpec(kg_options={...}) is deprecated: pass kgs=(KGSpec, ...), http=HttpOptions(...) and "
+                          "cache=CacheOptions(...) (kgfed.engine.config); the dict goes away in kgfed 0.3",
+                          DeprecationWarning, stacklevel=3)
+            o = {**KG_OPTION_DEFAULTS, **kg_options}
+            object.__setattr__(self, "kgs", kg_specs(o["kg"], o["endpoint"], partial=o["partial"], fallbacks=o["fallback"]))
+            object.__setattr__(self, "http", HttpOptions(timeout=o["timeout"], user_agent=o["user_agent"],
+                                                         contact=o["contact"], concurrency=o["concurrency"]))
+            object.__setattr__(self, "cache", CacheOptions(root=o["cache_dir"], enabled=not o["no_cache"],
+                                                           offline=bool(o["offline"]), refresh=bool(o["refresh"]),
+                                                           max_age=o["max_age"]))
+        if not isinstance(self.kgs, tuple):
+            object.__setattr__(self, "kgs", tuple(self.kgs))
+        for value, kind in ((self.http, HttpOptions), (self.cache, CacheOptions)):
+            if not isinstance(value, kind):
+                raise KgfedError(f"RunSpec got {type(value).__name__} where {kind.__name__} belongs: build it with "
+                                 f"{kind.__name__}(...) (kgfed.engine.config)")
+        if not self.kgs or not all(isinstance(k, KGSpec) for k in self.kgs):
+            raise KgfedError("RunSpec.kgs must hold KGSpec objects, e.g. kgs=(KGSpec.parse('freebase=file:fb.nt'),)")
 
     def resolved(self) -> RunSpec:
-        """A copy with the cache root made explicit (an absolute directory or a Redis URL), so other
-        processes and Ray actors on any node open the same stores."""
-        from ...cache.root import CacheSpec
+        """A copy with the cache root made explicit (an absolute directory or a Redis URL) and the embeddings
+        directory under it, so other processes and Ray actors on any node open the same stores."""
+        cache = self.cache.resolved()
+        embeddings = self.embeddings_dir
+        if embeddings is None and cache.enabled:
+            from ...cache.root import CacheSpec
 
-        options = self._options()
-        root = CacheSpec.of(options["cache_dir"])
-        if not options["no_cache"]:
-            options["cache_dir"] = root.location
-        embeddings = self.embeddings_dir or (None if options["no_cache"] else str(root.directory("embeddings")))
-        return RunSpec(self.method, dict(self.params), options, self.llm, self.text, embeddings, self.llm_concurrency)
+            embeddings = str(CacheSpec.of(cache.root).directory("embeddings"))
+        return replace(self, cache=cache, embeddings_dir=embeddings)
 
-    def _options(self) -> dict[str, Any]:
-        return {**KG_OPTION_DEFAULTS, **self.kg_options}
-
+    # 0.2's accessors of the dict (deprecated; removed in 0.3): the fields themselves now
     def kg_specs(self) -> list[KGSpec]:
-        """The run's KGs as value objects (from the `--kg`/`--endpoint`/`--partial` options)."""
-        from ..config import kg_specs
-
-        options = self._options()
-        return kg_specs(options["kg"], options["endpoint"], partial=options["partial"], fallbacks=options["fallback"])
+        """Deprecated: `spec.kgs`."""
+        _deprecated("kg_specs()", "kgs")
+        return list(self.kgs)
 
     def http_options(self) -> HttpOptions:
-        from ..config import HttpOptions
-
-        return HttpOptions.from_options(self._options())
+        """Deprecated: `spec.http`."""
+        _deprecated("http_options()", "http")
+        return self.http
 
     def cache_options(self) -> CacheOptions:
-        from ..config import CacheOptions
+        """Deprecated: `spec.cache`."""
+        _deprecated("cache_options()", "cache")
+        return self.cache
 
-        return CacheOptions.from_options(self._options())
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"RunSpec.{old} is deprecated: read RunSpec.{new}; it goes away in kgfed 0.3", DeprecationWarning,
+                  stacklevel=3)
 
 
 def method_class(name: str):
@@ -129,7 +161,7 @@ class Runtime(Session):
 
     def __init__(self, spec: RunSpec):
         self.spec = spec.resolved()
-        super().__init__(kgs=self.spec.kg_specs(), http=self.spec.http_options(), cache=self.spec.cache_options(),
+        super().__init__(kgs=self.spec.kgs, http=self.spec.http, cache=self.spec.cache,
                          llm=self.spec.llm, llm_concurrency=self.spec.llm_concurrency, text=self.spec.text,
                          embeddings=self.spec.embeddings_dir or False)
 
@@ -196,16 +228,6 @@ class Runtime(Session):
 
             return Answered(question.id, None, {}, f"{type(exc).__name__}: {redact(str(exc).splitlines()[0]) if str(exc) else ''}")
         return Answered(question.id, to_prediction(question, result, fmt), dict(result.cost))
-
-
-@dataclass
-class Answered:
-    """What one question produced: its prediction (None when it failed), full cost, error text."""
-
-    id: str
-    prediction: Prediction | None
-    cost: dict[str, float]
-    error: str | None = None
 
 
 def to_prediction(question: Question, result, fmt: str) -> Prediction:
@@ -333,193 +355,6 @@ async def _run_ray(spec: RunSpec, questions: Sequence[Question], fmt: str, concu
             ray.shutdown()
 
 
-# -- output ------------------------------------------------------------------------------------------
-def costs_path_for(out: str | Path) -> Path:
-    """`preds.jsonl` -> `preds.costs.jsonl` (the per-question cost sidecar)."""
-    out = Path(out)
-    return out.with_name(out.with_suffix("").name + ".costs.jsonl")
-
-
-class Output:
-    """The prediction file and its cost sidecar: loaded for resuming, appended line by line, and
-    rewritten atomically in question order by `finalize`."""
-
-    def __init__(self, path: str | Path, fmt: str, questions: Sequence[Question], costs: str | Path | None = None):
-        self.path = Path(path)
-        self.fmt = fmt
-        self.costs_path = Path(costs) if costs else costs_path_for(self.path)
-        self.journal = self.path if fmt == "tog" else self.path.with_name(self.path.name + ".partial")
-        for target in (self.path, self.costs_path):
-            if not target.parent.is_dir():
-                raise KgfedError(f"cannot write {target}: directory {target.parent} does not exist")
-        self._order = {q.id: i for i, q in enumerate(questions)}
-        self._by_text = {}
-        for q in questions:
-            self._by_text.setdefault(q.text, q.id)
-        self.predictions: dict[str, Prediction] = {}
-        self.costs: dict[str, dict[str, Any]] = {}
-        self._load()
-        self._files: dict[Path, Any] = {}
-
-    def _key(self, prediction: Prediction) -> str:
-        return prediction.id or self._by_text.get(prediction.question) or f"\0{prediction.question}"
-
-    def _load(self) -> None:
-        sources = [self.path] if self.fmt == "tog" else [self.path, self.journal]
-        for source in sources:
-            if not source.is_file() or source.stat().st_size == 0:
-                continue
-            if source == self.journal:
-                _drop_partial_line(source)
-            for i, record in enumerate(read_records(source, what="prediction file")):
-                prediction = prediction_from_record(record, self.fmt, f"{source} record {i} (resuming)")
-                self.predictions.setdefault(self._key(prediction), prediction)
-        if self.costs_path.is_file():
-            _drop_partial_line(self.costs_path)
-            for record in read_records(self.costs_path, what="cost file"):
-                if "id" in record:
-                    self.costs[str(record["id"])] = record
-
-    @property
-    def done(self) -> set[str]:
-        return set(self.predictions)
-
-    def _append(self, path: Path, record: Mapping[str, Any]) -> None:
-        handle = self._files.get(path)
-        if handle is None:
-            handle = self._files[path] = path.open("a", encoding="utf-8")
-        handle.write(json.dumps(record, ensure_ascii=False) + "\n")  # one whole line per write
-        handle.flush()
-
-    def add(self, answered: Answered) -> None:
-        if answered.prediction is None:
-            return
-        self.predictions[answered.id] = answered.prediction
-        self.costs[answered.id] = {"id": answered.id, **answered.cost}
-        self._append(self.journal, prediction_record(answered.prediction, self.fmt))
-        self._append(self.costs_path, self.costs[answered.id])
-
-    def _sorted(self, keys: Iterable[str]) -> list[str]:
-        last = len(self._order)
-        return sorted(keys, key=lambda k: self._order.get(k, last))  # stable: unknown ids keep their order
-
-    def finalize(self) -> None:
-        """Rewrite the predictions (and costs) in question order, atomically; drop the journal."""
-        for handle in self._files.values():
-            handle.close()
-        self._files.clear()
-        if not self.predictions and not self.path.exists():
-            return
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        write_predictions([self.predictions[k] for k in self._sorted(self.predictions)], tmp, self.fmt)
-        os.replace(tmp, self.path)
-        if self.journal != self.path and self.journal.exists():
-            self.journal.unlink()
-        tmp = self.costs_path.with_name(f".{self.costs_path.name}.{os.getpid()}.tmp")
-        tmp.write_text("".join(json.dumps(self.costs[k], ensure_ascii=False) + "\n" for k in self._sorted(self.costs)),
-                       encoding="utf-8")
-        os.replace(tmp, self.costs_path)
-
-
-from .files import drop_partial_line as _drop_partial_line  # noqa: E402  (shared with `extract`)
-
-
-# -- progress and figures ----------------------------------------------------------------------------
-class Tally:
-    """Running figures of a run: done, failed, Hits@1 by ToG's rule, cache-hit rate, rates per second."""
-
-    def __init__(self, questions: Sequence[Question], total: int):
-        self.by_id = {q.id: q for q in questions}
-        self.total = total
-        self.done = self.hits = 0
-        self.failures: dict[str, str] = {}
-        self.cost: dict[str, float] = {}
-        self.llm: dict[str, float] = {}  # the LLM gate's figures (calls, peak in flight, busy answers, paused s)
-        self.started = time.perf_counter()
-
-    def add(self, answered: Answered) -> None:
-        if answered.prediction is None:
-            self.failures[answered.id] = answered.error or "failed"
-            if not self.done and len(self.failures) >= MAX_FAILURES_BEFORE_SUCCESS:
-                raise KgfedError(f"the first {len(self.failures)} questions all failed (first: {next(iter(self.failures.values()))}): "
-                                 "fix the setup (endpoint, --llm, method parameters) and run again")
-            return
-        self.done += 1
-        question = self.by_id[answered.id]
-        self.hits += not answered.prediction.null and tog_match(answered.prediction.answer, gold_answers(question))
-        for key, value in answered.cost.items():
-            if isinstance(value, (int, float)):
-                self.cost[key] = self.cost.get(key, 0) + value
-
-    @property
-    def elapsed(self) -> float:
-        return max(time.perf_counter() - self.started, 1e-9)
-
-    def figures(self) -> dict[str, float]:
-        queries = self.cost.get("sparql_queries", 0)
-        return {"hits@1": self.hits / self.done if self.done else 0.0,
-                "cache_hit_rate": self.cost.get("cache_hits", 0) / queries if queries else 0.0,
-                "questions_per_second": self.done / self.elapsed, "queries_per_second": queries / self.elapsed}
-
-    def line(self) -> str:
-        f = self.figures()
-        failed = f" · {len(self.failures)} failed" if self.failures else ""
-        scored = any(has_gold(q) for q in self.by_id.values())  # plain questions: nothing to score
-        return (f"{'Hits@1 ' + format(f['hits@1'], '.3f') if scored else 'no gold'} · cache {f['cache_hit_rate']:.0%} · {f['questions_per_second']:.1f} q/s · "
-                f"{f['queries_per_second']:.0f} queries/s{failed}")
-
-
-class Progress:
-    """A rich progress bar on stderr (done/total, ETA, running figures); periodic lines when not a terminal."""
-
-    def __init__(self, tally: Tally, enabled: bool = True):
-        self.tally = tally
-        self.enabled = enabled
-        self._bar = None
-        self._last = 0.0
-        self._loading = False
-        self._hook = None
-
-    def loading(self, started: bool) -> None:
-        """`embeddings.on_loading` while the bar is shown: the bar says the model is loading."""
-        self._loading = started
-        self.update()
-
-    def __enter__(self) -> Progress:
-        from rich.console import Console
-
-        console = Console(stderr=True)
-        if self.enabled and console.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
-
-            self._bar = Bar(TextColumn("run"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                            TextColumn("{task.fields[stats]}"), console=console, transient=False)
-            self._bar.__enter__()
-            self._task = self._bar.add_task("run", total=self.tally.total, stats="starting…")
-            from ..toolbox import embeddings
-
-            self._hook, embeddings.on_loading = embeddings.on_loading, self.loading
-        return self
-
-    def update(self) -> None:
-        t = self.tally
-        if self._bar is not None:
-            stats = ("loading the sentence-embedding model…" if self._loading else
-                     t.line() if t.done or t.failures else "starting…")
-            self._bar.update(self._task, completed=t.done + len(t.failures), stats=stats)
-        elif self.enabled and time.perf_counter() - self._last >= 10:
-            self._last = time.perf_counter()
-            print(f"kgfed: {t.done + len(t.failures)}/{t.total} · {t.line()}", file=sys.stderr, flush=True)
-
-    def __exit__(self, *exc) -> None:
-        if self._bar is not None:
-            from ..toolbox import embeddings
-
-            embeddings.on_loading = self._hook
-            self.update()
-            self._bar.__exit__(*exc)
-
-
 # -- the run -----------------------------------------------------------------------------------------
 TOPIC_CHECK = 20  # topic entities looked up per KG before a run answers anything
 
@@ -571,11 +406,11 @@ async def _check_run_topics(spec: RunSpec, questions: Sequence[Question], runtim
     """`check_topics` over the run's KGs (the runtime's, else opened for the check and closed)."""
     from ..config import close_kgs, open_kgs
 
-    demo = [s.name for s in spec.kg_specs() if s.endpoint is None]
+    demo = [s.name for s in spec.kgs if s.endpoint is None]
     if runtime is not None:
         await check_topics(runtime.kgs, questions, demo)
         return
-    kgs = open_kgs(spec.kg_specs(), http=spec.http_options(), cache=spec.cache_options())
+    kgs = open_kgs(list(spec.kgs), http=spec.http, cache=spec.cache)
     try:
         await check_topics(kgs, questions, demo)
     finally:
@@ -662,38 +497,18 @@ async def run(spec: RunSpec, questions: Sequence[Question], out: str | Path, *, 
             raise KeyboardInterrupt from None
         raise  # asyncio.run turns the cancellation into KeyboardInterrupt once its loop is shut down cleanly
     except OSError as exc:  # the journal could not be appended (a full disk)
-        raise _disk_full(exc, output, tally) from None
+        raise disk_full(exc, output, tally) from None
     finally:
         _restore_sigterm()
         try:
             output.finalize()
         except OSError as exc:  # a full disk: say what is kept and which questions failed (never hidden)
             if not interrupted:
-                raise _disk_full(exc, output, tally) from None
+                raise disk_full(exc, output, tally) from None
         if interrupted:
             global interrupted_note
             interrupted_note = _interrupted_note(output, tally, terminated())
     return summarize(output, questions, tally, len(questions) - len(todo))
-
-
-def _disk_full(exc: OSError, output: Output, tally: Tally) -> KgfedError:
-    """The one-line error of a run whose files could not be written: what is kept, what failed, the fix."""
-    from .files import disk_error
-
-    for tmp in (output.path, output.costs_path):  # a half-written replacement takes space and is never read
-        tmp.with_name(f".{tmp.name}.{os.getpid()}.tmp").unlink(missing_ok=True)
-    first = next(iter(tally.failures.items()), None)
-    failed = f"; {len(tally.failures)} question(s) failed (first: {first[0]}: {first[1]})" if first else ""
-    return disk_error(exc, exc.filename or output.path,
-                      f"free space, then run the same command again to resume ({tally.done} new answers kept{failed})")
-
-
-def _interrupted_note(output: Output, tally: Tally, sigterm: bool) -> str:
-    """What an interrupted run kept: the answers in the file, or that nothing was written."""
-    why = "interrupted (SIGTERM)" if sigterm else "interrupted"
-    if output.path.exists() and output.predictions:
-        return f"{why}: {tally.done} new answers kept in {output.path} ({len(output.predictions)} in all; run again to resume)"
-    return f"{why} before any question was answered: nothing written"
 
 
 def _cancel_on_sigterm() -> Callable[[], bool]:
@@ -722,29 +537,3 @@ def _restore_sigterm() -> None:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
     except (NotImplementedError, RuntimeError, ValueError):
         pass
-
-
-def summarize(output: Output, questions: Sequence[Question], tally: Tally, skipped: int) -> dict[str, Any]:
-    """Scores of everything in the output for these questions (ToG rule and strict) and this run's rates."""
-    wanted = {q.id for q in questions}
-    predictions = [p for k, p in output.predictions.items() if k in wanted]
-    scored = any(has_gold(q) for q in questions)  # a plain question file has no gold: nothing to score
-    report = evaluate(predictions, questions) if predictions and scored else None
-    n = tally.done
-    cost = tally.cost
-    return {
-        "out": str(output.path), "costs": str(output.costs_path), "questions": len(questions),
-        "answered": len(predictions), "new": n, "skipped": skipped, "failed": len(tally.failures),
-        "failures": dict(list(tally.failures.items())[:20]),
-        "hits@1": report.hits_at_1 if report else (0.0 if scored else None),
-        "strict": report.strict if report else (0.0 if scored else None),
-        "seconds": round(tally.elapsed, 3),
-        "questions_per_second": round(n / tally.elapsed, 3) if n else 0.0,
-        "queries_per_question": round(cost.get("sparql_queries", 0) / n, 3) if n else 0.0,
-        "requests_per_question": round(cost.get("requests_sent", 0) / n, 3) if n else 0.0,
-        "cache_hit_rate": round(cost.get("cache_hits", 0) / cost["sparql_queries"], 4) if cost.get("sparql_queries") else 0.0,
-        "llm_calls_per_question": round(cost.get("llm_calls", 0) / n, 3) if n else 0.0,
-        "tokens_per_question": round((cost.get("input_tokens", 0) + cost.get("output_tokens", 0)) / n, 1) if n else 0.0,
-        "cost": {k: round(v, 4) if isinstance(v, float) else v for k, v in sorted(cost.items())},
-        **({"llm_gate": {k: round(v, 2) for k, v in sorted(tally.llm.items())}} if tally.llm else {}),
-    }

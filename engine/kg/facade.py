@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import cast
 
+from ...cache.options import CacheOptions
 from ...cache.responses import CachedEndpoint, ResponseCache, compact
 from ...endpoints.base import Endpoint
 from ...endpoints.client import DEFAULT_USER_AGENT, TOKEN_ENV, HttpClient
@@ -101,6 +102,42 @@ def _fallback_endpoint(item: str, dialect: Dialect, client: HttpClient, kg: str,
     return endpoint
 
 
+# KG.open's keywords of 0.2, folded into `http=`/`cache=` (removed in 0.3)
+_LEGACY_HTTP = ("user_agent", "timeout", "concurrency")
+_LEGACY_CACHE = ("cache_dir", "offline", "refresh", "max_age")
+
+
+def _legacy_open_options(options: dict, http, cache) -> tuple:
+    """Pop KG.open's 0.2 keywords from `options` (one `DeprecationWarning`) and fold them into `http`/`cache`.
+
+    `offline`/`refresh`/`max_age` keep their 0.2 meaning whatever `cache` is (a `ResponseCache` too;
+    `max_age=None` never stale), so they come back as the KG's own policy."""
+    given = [k for k in ("client", *_LEGACY_HTTP, *_LEGACY_CACHE) if k in options]
+    if not given:
+        return http, cache, {}
+    import warnings
+
+    warnings.warn(f"KG.open({', '.join(k + '=' for k in given)}) is deprecated: pass http=HttpOptions(...) or the run's "
+                  "HttpClient, and cache=CacheOptions(...) (kgfed.engine.config); the old keywords go away in kgfed 0.3",
+                  DeprecationWarning, stacklevel=3)
+    client = options.pop("client", None)
+    if client is not None and http is None:
+        http = client
+    legacy_http = {k: options.pop(k) for k in _LEGACY_HTTP if k in options}
+    if legacy_http and not isinstance(http, HttpClient):
+        if legacy_http.get("user_agent") == DEFAULT_USER_AGENT:
+            legacy_http["user_agent"] = None  # 0.2's default: kgfed's own User-Agent around the contact
+        http = replace(http if isinstance(http, HttpOptions) else HttpOptions(), **legacy_http)
+    policy = {k: options.pop(k) for k in ("offline", "refresh", "max_age") if k in options}
+    if "cache_dir" in options:
+        root = options.pop("cache_dir")
+        if cache is True:  # 0.2: the directory of the KG's own cache (ignored with cache=False or a ResponseCache)
+            cache = CacheOptions(root=None if root is None else os.fspath(root))
+        elif isinstance(cache, CacheOptions):
+            cache = replace(cache, root=None if root is None else os.fspath(root))
+    return http, cache, policy
+
+
 def _sequence(items, what: str, example: str) -> list:
     """`items` as a list; a bare string, a non-iterable or a mapping is refused with a one-line error."""
     if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
@@ -162,41 +199,47 @@ class KG:
         *,
         dialect: str | Dialect | None = None,
         name: str | None = None,
-        cache_dir: str | os.PathLike | None = None,
-        cache: ResponseCache | None | bool = True,
-        offline: bool = False,
-        user_agent: str = DEFAULT_USER_AGENT,
-        timeout: float = 60.0,
-        concurrency: int | None = None,
-        client: HttpClient | None = None,
+        http: HttpOptions | HttpClient | None = None,
+        cache: CacheOptions | ResponseCache | bool | None = True,
         fallbacks: Sequence[str] = (),
         **options,
     ) -> KG:
         """A KG for an endpoint spec (`wikidata`, `qlever-freebase`, `file:kg.nt`, a URL + dialect).
 
-        `cache=False` disables the response cache; `cache_dir` moves it; `offline=True` answers only
-        from the cache; `refresh=True` re-fetches every answer once (and stores the new one);
-        `max_age` (seconds, None = never stale) overrides the default (a week for live public Wikidata
-        endpoints, never for files, Freebase and local servers). `partial` is the policy for answers a
-        server marks incomplete: `"error"` (default, raise `PartialResult`), `"retry"` (longer timeouts,
-        then raise), `"allow"` (return them, flagged `.partial`). `concurrency` caps requests per host.
-        `fallbacks` are endpoint specs in the same dialect, asked in order while the endpoint is down or
-        keeps failing (each answer's `.source` names the endpoint that gave it).
+        `http`: the run's shared `HttpClient` (used, left open), or `HttpOptions` (timeout, contact,
+        concurrency) for a client the KG builds with `HttpClient.from_options` and closes; default
+        `HttpOptions()`. `cache`: `CacheOptions` (root, enabled, offline, refresh, max_age: None is the
+        endpoint's default, a week for live public Wikidata endpoints and never stale for files, Freebase
+        and local servers), a shared `ResponseCache` (left open), True (default: `CacheOptions()`), or
+        False/None for none. `partial` is the policy for answers a server marks incomplete: `"error"`
+        (default, raise `PartialResult`), `"retry"` (longer timeouts, then raise), `"allow"` (return
+        them, flagged `.partial`). `fallbacks` are endpoint specs in the same dialect, asked in order
+        while the endpoint is down or keeps failing (each answer's `.source` names the endpoint that gave it).
+
+        The keywords of 0.2 (`cache_dir`, `offline`, `refresh`, `max_age`, `user_agent`, `timeout`,
+        `concurrency`, `client`) still work until 0.3, with a `DeprecationWarning`.
         """
-        owned = client is None
-        if client is None:
-            client = HttpClient.from_options(HttpOptions(timeout=timeout, user_agent=user_agent, concurrency=concurrency))
+        http, cache, policy = _legacy_open_options(options, http, cache)
+        if isinstance(http, HttpClient):
+            client, owned = http, False
+        else:
+            client, owned = HttpClient.from_options(http if http is not None else HttpOptions()), True
         http_keys = {"default_graph", "partial", "timeout_ms", "max_rows", "post_threshold"}
         http_options = {k: options.pop(k) for k in list(options) if k in http_keys}
         endpoint, chosen = resolve_endpoint(spec, dialect=dialect, client=client, **http_options)
         backups = [_fallback_endpoint(item, chosen, client, name or spec, http_options) for item in fallbacks or ()]
-        own_cache = cache is True
-        if cache is True:
-            cache = ResponseCache(cache_dir)
-        elif cache is False:
-            cache = None
-        return cls(endpoint, chosen, name=name, cache=cache, offline=offline, client=client if owned else None,
-                   own_cache=own_cache, fallbacks=backups, **options)
+        if cache is None or cache is False:
+            store, own_cache, cache = None, False, CacheOptions(enabled=False)
+        elif isinstance(cache, ResponseCache):
+            store, own_cache, cache = cache, False, CacheOptions()
+        else:
+            if cache is True:
+                cache = CacheOptions()
+            store, own_cache = (ResponseCache(cache.root), True) if cache.enabled else (None, False)
+        policy = {"offline": cache.offline, "refresh": cache.refresh,
+                  "max_age": "auto" if cache.max_age is None else cache.max_age, **policy}
+        return cls(endpoint, chosen, name=name, cache=store, client=client if owned else None,
+                   own_cache=own_cache, fallbacks=backups, **policy, **options)
 
     async def __aenter__(self) -> KG:
         return self
