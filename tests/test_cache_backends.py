@@ -44,7 +44,7 @@ def test_a_spec_is_a_frozen_picklable_location(tmp_path, monkeypatch):
     assert spec.directory("text") == tmp_path / "root" / "wikipedia"
     redis = CacheSpec.of("redis://127.0.0.1:6390/3")
     assert redis.backend == "redis" and str(redis) == "redis://127.0.0.1:6390/3"
-    assert redis.directory("embeddings") == Path.home() / ".cache" / "kgfed" / "embeddings"  # vectors stay local
+    assert redis.directory("embeddings") == Path.home() / ".cache" / "kgfed" / "embeddings"  # where it would be on disk (the store itself is Redis's)
     monkeypatch.setenv("KGFED_CACHE_DIR", str(tmp_path / "env"))
     assert CacheSpec.of(None).location == str(tmp_path / "env") == str(local_root())
     monkeypatch.setenv("KGFED_CACHE_DIR", "redis://127.0.0.1:6390/0")
