@@ -170,3 +170,24 @@ def test_the_mapping_constructors_of_0_2_warn_and_still_work():
         assert CacheOptions.from_options({"no_cache": True}) == CacheOptions(enabled=False)
     with pytest.warns(DeprecationWarning, match=r"AlignOptions\.from_options"):
         assert AlignOptions.from_options({"methods": "label,p646"}) == AlignOptions(methods=("label", "p646"))
+
+
+def test_no_code_outside_the_client_module_constructs_an_http_client():
+    """`HttpClient.from_options` is the one way: no `HttpClient(...)` call in the package outside its module
+    (docstrings may still show `HttpClient(transport=MockTransport(...))`, as tests do)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for top in ("sparql", "endpoints", "cache", "engine"):
+        for path in (root / top).rglob("*.py"):
+            if path == root / "endpoints" / "client.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                    if name == "HttpClient":
+                        found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert not found, f"build clients with HttpClient.from_options(HttpOptions(...)): {found}"

@@ -131,8 +131,10 @@ class OpenAICompatibleLLM(LLM):
     def _http(self):
         if self._client is None:
             from ...endpoints.client import HttpClient
+            from ...endpoints.options import DEFAULT_PER_HOST, HttpOptions
 
-            self._client = HttpClient(timeout=self.timeout, retries=2, per_host=max(16, self.gate.concurrency or 0))
+            self._client = HttpClient.from_options(HttpOptions(timeout=self.timeout, retries=2,
+                                                               per_host=max(DEFAULT_PER_HOST, self.gate.concurrency or 0)))
         return self._client
 
     def _headers(self) -> dict[str, str]:
