@@ -33,6 +33,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ..sparql.errors import EndpointError
+from .options import DEFAULT_TIMEOUT
 
 MAX_BODY_BYTES = 256 << 20  # a response body larger than this (decompressed) is an error
 
@@ -46,7 +47,7 @@ class Request:
     params: Mapping[str, str] | None = None
     data: Mapping[str, str] | bytes | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = 60.0
+    timeout: float = DEFAULT_TIMEOUT
 
     @property
     def host(self) -> str:
