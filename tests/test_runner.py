@@ -327,8 +327,8 @@ def test_opening_a_runtime_loads_the_model_for_a_first_run_and_only_readies_the_
     loads: list = []
     monkeypatch.setattr(embeddings, "preload", lambda path=None: loads.append(path))
     embedder = embeddings.Embedder(cache=tmp_path / "emb")
-    for i in range(stored):
-        embedder.cache.set(embedder._key(f"text {i}"), np.full(384, i, dtype=np.float32).tobytes())
+    embedder.cache.add_many(embedder.model_id, [(f"text {i}", np.full(384, i, dtype=np.float32).tobytes())
+                                                for i in range(stored)])
     runtime = runner.Runtime(RunSpec("tog", cache=CacheOptions(enabled=False)))
     runtime.embedder = embedder
     runtime._preload()
