@@ -121,20 +121,16 @@ def _legacy_open_options(options: dict, http, cache) -> tuple:
                   "HttpClient, and cache=CacheOptions(...) (kgfed.engine.config); the old keywords go away in kgfed 0.3",
                   DeprecationWarning, stacklevel=3)
     client = options.pop("client", None)
-    if client is not None and http is None:
-        http = client
+    http = client if client is not None and http is None else http
     legacy_http = {k: options.pop(k) for k in _LEGACY_HTTP if k in options}
     if legacy_http and not isinstance(http, HttpClient):
         if legacy_http.get("user_agent") == DEFAULT_USER_AGENT:
             legacy_http["user_agent"] = None  # 0.2's default: kgfed's own User-Agent around the contact
         http = replace(http if isinstance(http, HttpOptions) else HttpOptions(), **legacy_http)
     policy = {k: options.pop(k) for k in ("offline", "refresh", "max_age") if k in options}
-    if "cache_dir" in options:
-        root = options.pop("cache_dir")
-        if cache is True:  # 0.2: the directory of the KG's own cache (ignored with cache=False or a ResponseCache)
-            cache = CacheOptions(root=None if root is None else os.fspath(root))
-        elif isinstance(cache, CacheOptions):
-            cache = replace(cache, root=None if root is None else os.fspath(root))
+    root = options.pop("cache_dir", None)  # 0.2: the directory of the KG's own cache (not with cache=False or a store)
+    if root is not None and (cache is True or isinstance(cache, CacheOptions)):
+        cache = replace(cache if isinstance(cache, CacheOptions) else CacheOptions(), root=os.fspath(root))
     return http, cache, policy
 
 
@@ -222,20 +218,16 @@ class KG:
         http, cache, policy = _legacy_open_options(options, http, cache)
         if isinstance(http, HttpClient):
             client, owned = http, False
-        else:
-            client, owned = HttpClient.from_options(http if http is not None else HttpOptions()), True
+        else:  # built here from HttpOptions: closed with the KG
+            client, owned = HttpClient.from_options(http or HttpOptions()), True
         http_keys = {"default_graph", "partial", "timeout_ms", "max_rows", "post_threshold"}
         http_options = {k: options.pop(k) for k in list(options) if k in http_keys}
         endpoint, chosen = resolve_endpoint(spec, dialect=dialect, client=client, **http_options)
         backups = [_fallback_endpoint(item, chosen, client, name or spec, http_options) for item in fallbacks or ()]
-        if cache is None or cache is False:
-            store, own_cache, cache = None, False, CacheOptions(enabled=False)
-        elif isinstance(cache, ResponseCache):
-            store, own_cache, cache = cache, False, CacheOptions()
-        else:
-            if cache is True:
-                cache = CacheOptions()
-            store, own_cache = (ResponseCache(cache.root), True) if cache.enabled else (None, False)
+        shared = cache if isinstance(cache, ResponseCache) else None  # the caller's store: used, left open
+        cache = cache if isinstance(cache, CacheOptions) else CacheOptions(enabled=cache is True or shared is not None)
+        own_cache = shared is None and cache.enabled
+        store = shared if shared is not None else ResponseCache(cache.root) if own_cache else None
         policy = {"offline": cache.offline, "refresh": cache.refresh,
                   "max_age": "auto" if cache.max_age is None else cache.max_age, **policy}
         return cls(endpoint, chosen, name=name, cache=store, client=client if owned else None,
