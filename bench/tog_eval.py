@@ -134,7 +134,7 @@ async def run(args) -> dict:
     if args.text and args.text != "paragraphs":
         from kgfed.engine.text.context import open_text_source
 
-        text = open_text_source(args.text)
+        text = open_text_source(args.text, client=kgs.client)  # Wikipedia on the KGs' one client
     rows = []
     started = time.perf_counter()
     for q in questions:

@@ -172,15 +172,16 @@ class Session:
         self.kgs[spec.name] = kg
         return kg
 
-    def store(self, kind: str) -> Store:
-        """The cache root's store of `kind` (`responses`, `alignments`, `text`, `embeddings`, ...), opened once."""
+    def store(self, kind: str, **options: Any) -> Store:
+        """The cache root's store of `kind` (`alignments`, `text`, `embeddings`, `documents`, ...), opened once
+        (`options`, e.g. `size_limit`, apply when it is opened: `cache.root.open_store`)."""
         self._check_open()
         if not self.cache.enabled:
             raise KgfedError(f"the {kind} store was asked for with the cache off: leave out --no-cache")
         if kind not in self._stores:
             from ..cache.root import open_store
 
-            self._stores[kind] = open_store(self.cache.root, kind)
+            self._stores[kind] = open_store(self.cache.root, kind, **options)
         return self._stores[kind]
 
     @property
@@ -223,11 +224,12 @@ class Session:
         """The run's text source (`text` spec; None when the session has none), opened on first use."""
         self._check_open()
         if self._text is None and self.text_spec:
-            from .text.context import open_text_source
+            from .text.context import TEXT_STORE_LIMIT, open_text_source
 
-            self._text = open_text_source(self.text_spec, client=self.client, cache_dir=self.cache.root,
-                                          cache=self.cache.enabled, offline=self.cache.offline, mode=self.text_mode,
-                                          maxlag=self.maxlag)
+            live = self.text_spec == "wikipedia"  # the only source that caches (pages it fetched)
+            store = self.store("text", size_limit=TEXT_STORE_LIMIT) if live and self.cache.enabled else None
+            self._text = open_text_source(self.text_spec, client=self.client, store=store, cache=self.cache.enabled,
+                                          offline=self.cache.offline, mode=self.text_mode, maxlag=self.maxlag)
         return self._text
 
     def aligner(self, options: AlignOptions, methods: Sequence[str] | None = None):

@@ -27,8 +27,10 @@ from ..kg.facade import KG
 from .passages import DEFAULT_CHUNKS, ChunkSpec, Ranker, chunk_text, rank
 
 if TYPE_CHECKING:
+    from ...cache.root import Store
     from ..toolbox.embeddings import Embedder
 
+TEXT_STORE_LIMIT = 2**31  # bytes of Wikipedia pages kept on a disk root (the `text` store)
 TOP_K = 10  # ToG-2 §4.1: "we maintain 10 (K = 10) top-scored sentences"
 # HydraRAG, Appendix C "Experiment implementation": (rho_KG, rho_Wiki, rho_Web) = (1.0, 0.8, 0.7),
 # the source prior f1(p) = rho_src(p) of its cross-source verification score (§4.3).
@@ -97,20 +99,24 @@ def open_text_source(
     offline: bool = False,
     mode: str = "extracts",
     maxlag: int | None = 5,
+    store: Store | None = None,
 ) -> TextSource:
-    """`wikipedia` (live, cached), `demo` (the bundled extracts) or `file:PATH[,PATH]` (JSONL extracts)."""
+    """`wikipedia` (live, cached), `demo` (the bundled extracts) or `file:PATH[,PATH]` (JSONL extracts).
+
+    `wikipedia` goes through `client`, the run's `HttpClient` (a session's `client`; none is made up here),
+    and keeps pages in `store` (a session's `store("text")`), else in the `text` store under `cache_dir`."""
     if spec == "wikipedia":
         from ...cache.costs import charge
 
         from ...cache.root import open_store
 
-        store = JsonCache(store=open_store(cache_dir, "text", size_limit=2**31)) if cache else None
-        own = client is None  # no run client given: the source gets one of its own and closes it
         if client is None:
-            from ...endpoints.options import HttpOptions
-
-            client = HttpClient.from_options(HttpOptions())
-        return WikipediaSource(client, own_client=own, mode=mode, maxlag=maxlag, cache=store, offline=offline, charge=charge)
+            raise TypeError("open_text_source('wikipedia') needs the run's HttpClient: pass client= (a session's "
+                            "`client`, or HttpClient.from_options(HttpOptions()))")
+        if cache and store is None:
+            store = open_store(cache_dir, "text", size_limit=TEXT_STORE_LIMIT)
+        pages = JsonCache(store=store) if cache and store is not None else None
+        return WikipediaSource(client, mode=mode, maxlag=maxlag, cache=pages, offline=offline, charge=charge)
     if spec == "demo":
         if not DEMO_EXTRACTS.exists():
             raise KgfedError(f"the demo extracts are not installed ({DEMO_EXTRACTS}): use --text-source wikipedia or file:PATH.jsonl")
