@@ -156,7 +156,8 @@ async def test_the_mcp_engine_obtains_everything_from_its_session(tmp_path):
     from kgfed.engine.mcp.service import Engine, ServerOptions
 
     options = ServerOptions(kgs=(KGSpec("wikidata", "wikidata"),), http=HttpOptions(contact="me@example.org"),
-                            cache=CacheOptions(root=str(tmp_path)), llm="openai:http://127.0.0.1:9/v1#test-model")
+                            cache=CacheOptions(root=str(tmp_path)), llm="openai:http://127.0.0.1:9/v1#test-model",
+                            llm_concurrency=24)
     engine = Engine.open(options)
     try:
         client = engine.session.client
@@ -164,6 +165,8 @@ async def test_the_mcp_engine_obtains_everything_from_its_session(tmp_path):
         assert (await engine.text_source()).client is client  # Wikipedia beside a live endpoint
         await engine.method("tog", 2, 2)
         assert engine.session.llm._http() is client  # the LLM is no longer a politeness domain of its own
+        assert client.limit_for("127.0.0.1:9") == 24  # its --llm-concurrency raised the shared client's cap for its host
+        assert client.limit_for("query.wikidata.org") == 5  # the KGs' hosts keep theirs
     finally:
         await engine.aclose()
     assert client.closed
