@@ -7,7 +7,7 @@ A scripted OpenAI-compatible server (`ScriptedLLMServer`, aiohttp on 127.0.0.1, 
 its timing does not share the run's event loop) answers every chat completion after a fixed latency
 and refuses with OpenAI's 429 (`rate_limit_exceeded`, `Retry-After`) whatever goes beyond its
 concurrency cap. Its replies are well-formed for every ToG and PoG prompt kind (`minimal_reply`,
-read by the parsers in `engine/toolbox/prompts.py`), chosen from the prompt text alone, so a run is
+read by the parsers in `engine/toolbox/prompts/parsers.py`), chosen from the prompt text alone, so a run is
 repeatable. Each method runs twice over the same cache directory:
 
 1. *uncapped* (`--llm-concurrency` unset, every question in flight, the server's cap off): each
