@@ -1,7 +1,8 @@
 """Context retrieval for hybrid KG + text reasoning (ToG-2, HydraRAG): entities → pages → ranked passages.
 
-    async with KG.open("wikidata") as kg, open_text_source("wikipedia") as wiki:
-        passages = await retrieve_context("Where did Douglas Adams study?", ["Q42"], kg=kg, text_source=wiki)
+    async with Session(kgs=[KGSpec("wikidata", "wikidata")], text="wikipedia") as session:   # kgfed.engine.session
+        passages = await retrieve_context("Where did Douglas Adams study?", ["Q42"], kg=session.kgs["wikidata"],
+                                          text_source=session.text, embedder=session.embedder)
     edges = passage_edges(passages)          # HydraRAG text edges with source reliability rho
 
 Entities are Wikidata ids (`Q42`), Freebase mids (`m.0282x`, mapped to a Q-id through `P646` on a
