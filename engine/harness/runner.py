@@ -104,14 +104,16 @@ class RunSpec:
             raise KgfedError("RunSpec.kgs must hold KGSpec objects, e.g. kgs=(KGSpec.parse('freebase=file:fb.nt'),)")
 
     def resolved(self) -> RunSpec:
-        """A copy with the cache root made explicit (an absolute directory or a Redis URL) and the embeddings
-        directory under it, so other processes and Ray actors on any node open the same stores."""
+        """A copy with the cache root made explicit (an absolute directory or a Redis URL) and, on a disk root,
+        the embeddings directory under it, so other processes and Ray actors on any node open the same stores
+        (on a Redis root the vectors are its `embeddings` store: `embeddings_dir` stays None)."""
         cache = self.cache.resolved()
         embeddings = self.embeddings_dir
         if embeddings is None and cache.enabled:
             from ...cache.root import CacheSpec
 
-            embeddings = str(CacheSpec.of(cache.root).directory("embeddings"))
+            spec = CacheSpec.of(cache.root)
+            embeddings = str(spec.directory("embeddings")) if spec.backend == "disk" else None
         return replace(self, cache=cache, embeddings_dir=embeddings)
 
     # 0.2's accessors of the dict (deprecated; removed in 0.3): the fields themselves now
@@ -163,7 +165,7 @@ class Runtime(Session):
         self.spec = spec.resolved()
         super().__init__(kgs=self.spec.kgs, http=self.spec.http, cache=self.spec.cache,
                          llm=self.spec.llm, llm_concurrency=self.spec.llm_concurrency, text=self.spec.text,
-                         embeddings=self.spec.embeddings_dir or False)
+                         embeddings=self.spec.embeddings_dir or (None if self.spec.cache.enabled else False))
 
     async def __aenter__(self) -> Runtime:
         cls = method_class(self.spec.method)
