@@ -239,9 +239,12 @@ class Session:
 
         self._check_open()
         names = list(methods) if methods else options.method_names()
+        embedder = self.embedder if "sbert" in names else None
+        if not methods and options.methods == "auto" and embedder is None:  # auto: SBERT when embeddings can run
+            names = [m for m in names if m != "sbert"]
         cache = AlignmentCache(store=self.store("alignments")) if self.cache.enabled else None
         return Aligner(self.kgs, methods=names, threshold=options.threshold, margin=options.margin, cache=cache,
-                       embedder=self.embedder if "sbert" in names else None)
+                       embedder=embedder)
 
     def describe(self) -> Mapping[str, Any]:
         """What the session holds, for logs and tests (no secrets: names and flags only)."""
