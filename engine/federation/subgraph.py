@@ -155,6 +155,7 @@ async def expand(
     direction: str = "both",
     progress: Progress | None = None,
     labels: Mapping[str, Mapping[str, str]] | None = None,
+    offload: bool = False,
 ) -> MergedGraph:
     """Expand `topics` over all `kgs` to `hops`, `width` relations per entity, into one merged graph.
 
@@ -163,6 +164,9 @@ async def expand(
     `scorer(relations) -> scores` (sync or async) picks which relations count towards `width`.
     `aligner` merges entities (default: all methods); `Aligner(kgs, methods=())` merges nothing.
     `labels`: KG name → {id: label} the caller knows already (e.g. of the topics), not asked again.
+    `offload`: do the CPU-heavy bookkeeping (recording each hop's edges, assembling the merged graph) in a
+    worker thread, so that the event loop stays free for other work meanwhile (a run waiting on an LLM
+    sends its calls without delay); the graph is the same either way.
     """
     if not kgs:
         raise KgfedError("expansion needs at least one KG: give e.g. --kg freebase,wikidata")
@@ -187,11 +191,10 @@ async def expand(
         report(f"hop {hop}/{hops}: {sum(map(len, frontier.values()))} entities", hop - 1, total)
         active = [n for n in kgs if frontier.get(n)]
         found = await asyncio.gather(*(_hop(kgs[n], frontier[n], width, limit, scorer, direction) for n in active))
-        new: dict[str, set[str]] = defaultdict(set)
-        for name, edges in zip(active, found):
-            for edge in edges:
-                if state.add(name, edge, hop):
-                    new[name].add(edge.entity)
+        if offload:
+            new = await asyncio.to_thread(state.add_all, active, found, hop)
+        else:
+            new = state.add_all(active, found, hop)
         if hop < hops and len(kgs) > 1 and any(new.values()):  # expand what one KG reached in the others too
             pools = {name: sorted(ids) for name, ids in new.items()}
             known = state.known_labels(pools)
@@ -209,7 +212,7 @@ async def expand(
         alignments = await aligner.align_pools(pools, labels=known)
         state.absorb(known)
     report("labels", hops + 1, total)
-    merged = await state.build(alignments)
+    merged = await state.build(alignments, offload=offload)
     report("done", total, total)
     return merged
 
@@ -304,29 +307,66 @@ class _State:
             self.labels[kg].setdefault(edge.entity, edge.label)
         return self.reach(kg, edge.entity, hop)
 
-    async def build(self, alignments: Sequence[Alignment]) -> MergedGraph:
-        """Merge aligned entities into nodes, fetch missing labels, map edges onto node indexes."""
+    def add_all(self, names: Sequence[str], found: Sequence[Sequence[Edge]], hop: int) -> dict[str, set[str]]:
+        """`add` every edge of one hop (`found[k]`: KG `names[k]`'s); the far ends new per KG."""
+        new: dict[str, set[str]] = defaultdict(set)
+        edges, seen = self.edges, self.seen
+        for name, bucket in zip(names, found):
+            labels, reached, fresh = self.labels[name], seen[name], set()
+            for edge in bucket:
+                edges.setdefault((name, edge.subject, edge.relation, edge.object, edge.via), (edge, hop))
+                entity = edge.entity
+                label = edge.label
+                if label:
+                    labels.setdefault(entity, label)
+                if entity not in reached:
+                    reached[entity] = hop
+                    fresh.add(entity)
+            if fresh:  # only KGs that reached something new (as `add` one edge at a time left it)
+                new[name] |= fresh
+        return new
+
+    async def build(self, alignments: Sequence[Alignment], *, offload: bool = False) -> MergedGraph:
+        """Merge aligned entities into nodes, fetch missing labels, map edges onto node indexes
+        (`offload`: the merging and mapping in a worker thread)."""
         keys: list[Key] = sorted(((n, i) for n, ids in self.seen.items() for i in ids),
                                  key=lambda k: (self.seen[k[0]][k[1]], list(self.kgs).index(k[0])))
         groups, applied, conflicts = merge_keys(keys, alignments)
         await self._fetch_labels([k for group in groups for k in group])
+        relation_labels = await self._relation_labels()
+        if offload:
+            return await asyncio.to_thread(self._assemble, groups, applied, conflicts, relation_labels)
+        return self._assemble(groups, applied, conflicts, relation_labels)
+
+    def _assemble(self, groups: Sequence[list[Key]], applied: Sequence[list[Alignment]], conflicts: list[Alignment],
+                  relation_labels: dict[str, dict[str, str]]) -> MergedGraph:
+        """The merged graph: a node per group of aligned keys, a link per distinct edge between nodes."""
+        rank = {name: k for k, name in enumerate(self.kgs)}
         merged = MergedGraph({n: kg.dialect.name for n, kg in self.kgs.items()}, conflicts=conflicts)
         index: dict[Key, int] = {}
         for group, links in zip(groups, applied):
-            ids = {kg: entity for kg, entity in sorted(group, key=lambda k: list(self.kgs).index(k[0]))}
+            ids = {kg: entity for kg, entity in sorted(group, key=lambda k: rank[k[0]])}
             labels = {kg: self.labels[kg][entity] for kg, entity in ids.items() if entity in self.labels[kg]}
             hops = [self.seen[kg][entity] for kg, entity in group if entity in self.seen[kg]]
             node = Node(ids, next(iter(labels.values()), None), labels, any(k in self.topics for k in group), min(hops), links)
             for key in group:
                 index[key] = len(merged.nodes)
             merged.nodes.append(node)
-        merged.relation_labels = await self._relation_labels()
-        seen_links = set()
+        merged.relation_labels = relation_labels
+        # Two edges become one link only when aligned entities merge their ends; without merging (one key
+        # per node) every edge is its own link. The key holds what decides Link equality (the label follows
+        # from the KG and relation).
+        merging = len(index) > len(merged.nodes)
+        seen_links: set[tuple] = set()
+        append = merged.edges.append
         for (kg, subject, relation, obj, via), (_edge, hop) in self.edges.items():
-            link = Link(kg, index[(kg, subject)], relation, index[(kg, obj)], merged.relation_labels[kg][relation], via, hop)
-            if link not in seen_links:
-                seen_links.add(link)
-                merged.edges.append(link)
+            s, o = index[(kg, subject)], index[(kg, obj)]
+            if merging:
+                key = (kg, s, relation, o, via, hop)
+                if key in seen_links:
+                    continue
+                seen_links.add(key)
+            append(Link(kg, s, relation, o, relation_labels[kg][relation], via, hop))
         return merged
 
     def known_labels(self, pools: Mapping[str, Sequence[str]]) -> dict[str, dict[str, str | None]]:

@@ -180,19 +180,25 @@ class HydraRAG(PoG):
     # -- retrieval --
     async def structured(self, graph: Graph, order: Sequence[int], depth: int, query: str, exact: bool) -> list[ClusteredPath]:
         """Tree-based BiBFS paths through all topic entities in order (W1 seeds kept per depth)."""
-        level_score = await self.level_scorer(query, graph, order)
         n = len(order)
+        # the level score (every relation text of G_q encoded) only where a beam reads it: connecting paths
+        # between several topics need none (`relevance_candidates` scores them itself when it must cut)
+        level_score = await self.level_scorer(query, graph, order) if n == 1 else None
         total = (n * (depth - 1), n * depth) if exact else (0, n * depth)
-        paths = chain_paths(graph, list(order), depth, total=total, beam=self.params.w1, score=level_score,
-                            segment=n * depth if n > 1 else depth)
+        paths = await self.off_loop(chain_paths, graph, list(order), depth, total=total, beam=self.params.w1, score=level_score,
+                                    segment=n * depth if n > 1 else depth)
         if not paths and len(order) > 1:  # no path joins every topic: grow from each one
-            paths = [p for t in order for p in chain_paths(graph, [t], depth, beam=self.params.w1, score=level_score)]
+            level_score = await self.level_scorer(query, graph, order)
+            paths = await self.off_loop(lambda: [p for t in order for p in chain_paths(graph, [t], depth, beam=self.params.w1,
+                                                                                          score=level_score)])
         return paths
 
-    async def level_scorer(self, query: str, graph: Graph, topics: Iterable[int]) -> Callable[[ClusteredPath], float]:
+    async def level_scorer(self, query: str, graph: Graph, topics: Iterable[int], paths: Sequence[ClusteredPath] | None = None
+                           ) -> Callable[[ClusteredPath], float]:
         """The cross-score's relevance part, cheap per step: λsem · the steps' mean relation-word similarity to
-        `query` + λent · Jaccard(topics, Ent(p)). The BiBFS beam grows by it; `relevance_pool` ranks by it."""
-        step = await self.step_scorer(query, graph)
+        `query` + λent · Jaccard(topics, Ent(p)). The BiBFS beam grows by it; `relevance_pool` ranks by it
+        (`paths`: only those are scored, so only their relations are encoded)."""
+        step = await self.step_scorer(query, graph, paths)
         lam, topics = self.params.lambda_sem, set(topics)
         return lambda path: lam * step(path) + (1 - lam) * jaccard(topics, self.entities_of(path))
 
@@ -287,7 +293,7 @@ class HydraRAG(PoG):
         kg_paths = [i for i, p in enumerate(candidates) if p.source == "kg"]
         if not pool or len(kg_paths) <= pool:
             return candidates
-        level_score = await self.level_scorer(query, graph, topic_nodes)
+        level_score = await self.level_scorer(query, graph, topic_nodes, [candidates[i] for i in kg_paths])
         cheap = {i: level_score(candidates[i]) for i in kg_paths}
         keep = set(sorted(kg_paths, key=lambda i: -cheap[i])[:pool])
         return [p for i, p in enumerate(candidates) if p.source != "kg" or i in keep]

@@ -22,12 +22,12 @@ path score, support and name similarity to the question is highest. Parameters: 
 """
 from __future__ import annotations
 
+import asyncio
 import re
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from itertools import islice
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ...cache.costs import charge
@@ -38,11 +38,16 @@ from ..kg.model import Edge
 from ..toolbox.prompts import (
     POG_EVALUATE_PROMPT, POG_GENERATE_PROMPT, POG_SUMMARY_PROMPT, POG_SUPPLEMENT_PROMPT, QuestionAnalysis, extract_answer, parse_question_analysis, parse_sufficient, pog_question_analysis_prompt,
 )
-from ..toolbox.pruning import POG_STRATEGIES, PathBeam, PruneSettings, pog_prune_paths, relation_text, score_paths
+from ..toolbox.pruning import POG_STRATEGIES, PathBeam, PruneSettings, pog_prune_paths, score_paths
 from ..federation.matching import best_matches
-from ..federation.subgraph import MergedGraph, expand
+from ..federation.subgraph import expand
 from .base import Method, Result, Topics
 from .params import MethodParams, param
+# the path machinery lives in pog_paths; its names stay importable from here (tests, HydraRAG, users)
+from .pog_paths import (  # noqa: F401 - re-exported
+    MAX_RAW_PATHS, MAX_SET_SHOWN, ClusteredPath, Graph, Step, chain_paths, connecting_paths, extend_path, graft, listing,
+    tree_paths, unique_paths,
+)
 
 # per prompt kind with `stop_sequences=true`: (max_tokens cap, stop sequences), for a small local model that
 # otherwise writes the next few-shot "Q: ..." or an explanation up to the token limit (the authors' code sends no stop)
@@ -51,281 +56,8 @@ POG_LIMITS: dict[str, tuple[int, tuple[str, ...]]] = {
     "evaluate": (150, ("\nQ:",)), "generate": (120, ("\nQ:",)), "supplement": (200, ("\nQ:",)),
 }
 
-MAX_SET_SHOWN = 12      # entities printed per supernode in a path text
-MAX_RAW_PATHS = 5000    # entity paths enumerated per topic pair before clustering (safety cap)
 MAX_ANSWERS = 3         # answer ids kept
 FUZZY_POOL = 4          # LLM mode: more candidates than FUZZY_POOL·W1 are cut to it by the step score before SBERT (`PoG.fuzzy_pool`)
-
-
-# -- clustered paths -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Step:
-    """One clustered relation edge: a relation of one KG followed forward (subject→object) or backward."""
-
-    kg: str
-    relation: str
-    forward: bool
-
-
-@dataclass
-class ClusteredPath:
-    """A relation sequence with the entity set (supernode) at each position and how each member was reached.
-
-    `parents[k]` maps each node of `sets[k+1]` to (a node of `sets[k]`, the link index used).
-    `anchors` are the positions holding topic (or predicted) entities; `source` names the evidence source.
-    """
-
-    sets: list[frozenset[int]]
-    steps: list[Step]
-    parents: list[dict[int, tuple[int, int]]]
-    anchors: tuple[int, ...] = (0,)
-    source: str = "kg"
-    text: str = ""
-    entities: frozenset | None = None  # Ent(p) of a text path (HydraRAG); KG paths use their nodes
-
-    @property
-    def length(self) -> int:
-        return len(self.steps)
-
-    def key(self) -> tuple:
-        return (tuple(self.steps), tuple(self.sets), self.source, self.text)
-
-    def nodes(self) -> set[int]:
-        return set().union(*self.sets) if self.sets else set()
-
-    def candidates(self) -> list[int]:
-        """Positions that can hold the answer: every non-anchor position (the far end first)."""
-        return [k for k in range(len(self.sets) - 1, 0, -1) if k not in self.anchors]
-
-
-class Graph:
-    """G_q as adjacency over a MergedGraph: node → [(link index, neighbour, forward)], plus names."""
-
-    def __init__(self, merged: MergedGraph):
-        self.merged = merged
-        self.adj: dict[int, list[tuple[int, int, bool]]] = defaultdict(list)
-        for i, link in enumerate(merged.edges):
-            self.adj[link.subject].append((i, link.object, True))
-            if link.object != link.subject:
-                self.adj[link.object].append((i, link.subject, False))
-        self.key_index = {(kg, ident): i for i, node in enumerate(merged.nodes) for kg, ident in node.ids.items()}
-        self.wiki = {name for name in merged.kgs if merged.dialect(name).relation_labels}  # steps shown by label
-        self._step_texts: dict[tuple[Step, bool], str] = {}
-
-    def index(self, kg: str, ident: str) -> int | None:
-        return self.key_index.get((kg, ident))
-
-    def name(self, i: int) -> str:
-        node = self.merged.nodes[i]
-        return node.label or next(iter(node.ids.values()))
-
-    def named(self, i: int) -> bool:
-        """A node with a real name (not a CVT or an unnamed id)."""
-        return bool(self.merged.nodes[i].label)
-
-    def step_text(self, step: Step, *, words: bool = False) -> str:
-        """Relation as shown: Freebase ids (their words with `words`), Wikidata labels (memoised per graph)."""
-        known = self._step_texts.get((step, words))
-        if known is None:
-            known = self._step_texts[(step, words)] = self._step_text(step, words)
-        return known
-
-    def _step_text(self, step: Step, words: bool) -> str:
-        label = self.merged.relation_labels.get(step.kg, {}).get(step.relation)
-        if step.kg in self.wiki or not label:
-            text = label or step.relation
-        else:
-            text = relation_text(step.relation) if words else step.relation
-        return text if step.forward else f"{text} (reverse)" if words else f"<- {text}"
-
-    def set_text(self, nodes: Iterable[int], limit: int = MAX_SET_SHOWN) -> str:
-        names = sorted({self.name(i) for i in nodes}, key=lambda n: (n[:2] in ("m.", "g.") or n[:1] == "Q" and n[1:].isdigit(), n))
-        shown = names[:limit] + ([f"... ({len(names) - limit} more)"] if len(names) > limit else [])
-        return "{" + ", ".join(shown) + "}"
-
-    def render(self, path: ClusteredPath) -> str:
-        """PoG's structural sentence `{e…} - { -> r ->} - {e…}` (kgfed pruning reads this form)."""
-        parts = [self.set_text(path.sets[0])]
-        for step, nodes in zip(path.steps, path.sets[1:]):
-            parts.append("{ -> " + self.step_text(step) + " ->}")
-            parts.append(self.set_text(nodes))
-        return " - ".join(parts)
-
-    def edges_of(self, path: ClusteredPath, end: int) -> list[Edge]:
-        """One concrete entity chain of the path ending at node `end` of its last set, as kgfed Edges."""
-        chain: list[tuple[int, int, bool]] = []
-        node = end
-        for k in range(path.length - 1, -1, -1):
-            parent, link = path.parents[k].get(node, (None, None))
-            if parent is None:
-                return []
-            chain.append((link, parent, path.steps[k].forward))
-            node = parent
-        edges = []
-        for link_index, _, forward in reversed(chain):
-            edges.append(self.edge(link_index, forward))
-        return edges
-
-    def edge(self, link_index: int, forward: bool) -> Edge:
-        link = self.merged.edges[link_index]
-        subject, obj = self.merged.nodes[link.subject], self.merged.nodes[link.object]
-        return Edge(link.kg, subject.ids.get(link.kg, ""), link.relation, obj.ids.get(link.kg, ""),
-                    "out" if forward else "in", subject.labels.get(link.kg, subject.label), link.label,
-                    obj.labels.get(link.kg, obj.label), link.via)
-
-
-def tree_paths(graph: Graph, start: int, depth: int, *, exclude: Iterable[int] = (),
-               beam: int | None = None, score: Callable[[ClusteredPath], float] | None = None) -> list[ClusteredPath]:
-    """Clustered paths from `start` of length 1..depth (relation sequences, no node revisited).
-
-    With `beam` and `score`, only the `beam` best paths of each depth are grown further (the tree-based
-    retrieval of HydraRAG, Algorithm 1; PoG's fuzzy selection applied per depth), so hubs stay bounded.
-    """
-    blocked = set(exclude)
-    found: list[ClusteredPath] = []
-    level = [ClusteredPath([frozenset([start])], [], [])]
-    for _ in range(depth):
-        nxt = []
-        for path in level:
-            seen = path.nodes() | blocked
-            for hop in _one_hop_groups(graph, path.sets[-1], seen):
-                nxt.append(ClusteredPath(path.sets + hop.sets[1:], path.steps + hop.steps, path.parents + hop.parents,
-                                         path.anchors, path.source))
-        found.extend(nxt)
-        if beam is not None and score is not None and len(nxt) > beam:
-            nxt = sorted(nxt, key=lambda p: -score(p))[:beam]
-        level = nxt
-    return found
-
-
-def _bfs(graph: Graph, source: int, limit: int, allowed: set[int] | None = None) -> dict[int, int]:
-    dist = {source: 0}
-    frontier = [source]
-    for d in range(1, limit + 1):
-        nxt = []
-        for u in frontier:
-            for _, v, _ in graph.adj.get(u, ()):
-                if v not in dist and (allowed is None or v in allowed):
-                    dist[v] = d
-                    nxt.append(v)
-        frontier = nxt
-    return dist
-
-
-def connecting_paths(graph: Graph, a: int, b: int, max_length: int, min_length: int = 1) -> list[ClusteredPath]:
-    """Clustered paths from `a` to `b` with min_length ≤ length ≤ max_length (bidirectional BFS + reduction).
-
-    Distances from both ends keep only nodes with d(a,v) + d(v,b) ≤ max_length (graph reduction); a
-    depth-first walk over that reduced graph, never leaving the distance bound, lists the entity paths,
-    which are then clustered by relation sequence.
-    """
-    da, db = _bfs(graph, a, max_length), _bfs(graph, b, max_length)
-    keep = {v for v in da if v in db and da[v] + db[v] <= max_length}
-    if b not in keep:
-        return []
-    raw: list[list[tuple[int, int, bool]]] = []
-    # the reduced graph: each kept node's neighbours inside `keep`, with their distance to b (same order)
-    near = {u: [(link, v, forward, db[v]) for link, v, forward in graph.adj.get(u, ()) if v in keep] for u in keep}
-
-    def walk(u: int, trail: list[tuple[int, int, bool]], visited: set[int]) -> None:
-        if len(raw) >= MAX_RAW_PATHS:
-            return
-        if u == b:
-            if len(trail) >= min_length:
-                raw.append(list(trail))
-            return
-        room = max_length - len(trail) - 1
-        for link, v, forward, to_b in near[u]:
-            if to_b <= room and v not in visited:
-                trail.append((link, v, forward))
-                visited.add(v)
-                walk(v, trail, visited)
-                visited.discard(v)
-                trail.pop()
-
-    walk(a, [], {a})
-    # clustered by relation sequence: each (link, direction) numbered by its Step, a sequence keyed by the numbers
-    edges = graph.merged.edges
-    steps_known: dict[Step, int] = {}
-    step_list: list[Step] = []
-    number: dict[tuple[int, bool], int] = {}
-
-    def numbered(link: int, forward: bool) -> int:
-        step = Step(edges[link].kg, edges[link].relation, forward)
-        n = steps_known.setdefault(step, len(step_list))
-        if n == len(step_list):
-            step_list.append(step)
-        number[(link, forward)] = n
-        return n
-
-    clustered: dict[tuple[int, ...], tuple[ClusteredPath, list[set[int]]]] = {}
-    for trail in raw:
-        key = tuple(number[(link, f)] if (link, f) in number else numbered(link, f) for link, _, f in trail)
-        entry = clustered.get(key)
-        if entry is None:
-            steps = [step_list[n] for n in key]
-            entry = clustered[key] = (ClusteredPath([frozenset([a])] + [frozenset()] * len(steps), steps,
-                                                    [dict() for _ in steps], anchors=(0, len(steps))),
-                                      [set() for _ in steps])
-        path, members = entry
-        prev = a
-        for k, (link, v, _) in enumerate(trail):
-            members[k].add(v)
-            path.parents[k].setdefault(v, (prev, link))
-            prev = v
-    for path, members in clustered.values():  # the member sets, frozen once
-        path.sets[1:] = [frozenset(m) for m in members]
-    return [path for path, _ in clustered.values()]
-
-
-def chain_paths(graph: Graph, anchors: Sequence[int], depth: int, *, total: tuple[int, int] | None = None,
-                limit: int = 2000, beam: int | None = None, score: Callable[[ClusteredPath], float] | None = None,
-                segment: int | None = None) -> list[ClusteredPath]:
-    """Entity paths through every anchor in order (PoG's EntityPathFind): segments of ≤ `segment` hops
-    (default `depth`) joined. `total` = (lo, hi) keeps paths with lo < length ≤ hi (PoG: |Topic|·(D−1) <
-    length ≤ |Topic|·D). A single anchor gives tree paths of length ≤ depth (`beam` best grown per depth).
-    """
-    if len(anchors) == 1:
-        paths = tree_paths(graph, anchors[0], depth, beam=beam, score=score)
-    else:
-        paths = []
-        for a, b in zip(anchors, anchors[1:]):
-            segs = connecting_paths(graph, a, b, segment or depth)
-            if not segs:
-                return []
-            # the first `limit` joins, made lazily: three topics through hubs give millions of pairs
-            paths = segs if not paths else list(islice((_join(p, s) for p in paths for s in segs), limit))
-    if total is not None:
-        lo, hi = total
-        paths = [p for p in paths if lo < p.length <= hi]
-    return paths
-
-
-def _join(left: ClusteredPath, right: ClusteredPath) -> ClusteredPath:
-    """`left` then `right` (right starts where left ends)."""
-    offset = left.length
-    return ClusteredPath(left.sets + right.sets[1:], left.steps + right.steps, left.parents + right.parents,
-                         tuple(dict.fromkeys(left.anchors + tuple(k + offset for k in right.anchors))))
-
-
-def extend_path(graph: Graph, path: ClusteredPath) -> list[ClusteredPath]:
-    """Node expansion: the path followed by one more clustered hop from its last set (new triples merged in)."""
-    return [ClusteredPath(path.sets + p.sets[1:], path.steps + p.steps, path.parents + p.parents, path.anchors, path.source)
-            for p in _one_hop_groups(graph, path.sets[-1], path.nodes())]
-
-
-def _one_hop_groups(graph: Graph, nodes: Iterable[int], seen: set[int]) -> list[ClusteredPath]:
-    groups: dict[Step, dict[int, tuple[int, int]]] = defaultdict(dict)
-    for u in sorted(nodes):
-        for link, v, forward in graph.adj.get(u, ()):
-            if v not in seen:
-                groups[Step(graph.merged.edges[link].kg, graph.merged.edges[link].relation, forward)].setdefault(v, (u, link))
-    return [ClusteredPath([frozenset(nodes)] + [frozenset(p)], [s], [p]) for s, p in groups.items()]
-
-
-def listing(graph: Graph, paths: Sequence[ClusteredPath]) -> str:
-    """`Path 1: …` lines as PoG's prompts list paths ("(none)" when there are none)."""
-    return "\n".join(f"Path {i}: {p.text or graph.render(p)}" for i, p in enumerate(paths, 1)) or "(none)"
 
 
 # -- replies ---------------------------------------------------------------------------------------------
@@ -388,11 +120,19 @@ class PoG(Method):
             raise KgfedError(f"no topic entity in {', '.join(self.kgs)}: give topic ids (the topics argument of answer(); --topic on the command line) or a question naming an entity")
         aligner = Aligner(self.kgs, methods=self.params.align, embedder=self.embedder) if self.params.align is not None else None
         merged = await expand(seeds, self.kgs, hops=self.params.max_depth, width=self.params.relation_width,
-                              limit=self.params.neighbor_limit, aligner=aligner)
-        graph = Graph(merged)
+                              limit=self.params.neighbor_limit, aligner=aligner, offload=self.llm_ready)
+        graph = await self.off_loop(Graph, merged)
         found = [graph.index(kg, ident) for kg, ids in seeds.items() for ident in ids]
         order = list(dict.fromkeys(i for i in found if i is not None))
         return graph, order
+
+    async def off_loop(self, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`work(*args, **kwargs)`, pure CPU over this question's G_q (building it, finding paths), in a worker
+        thread when an LLM is in use, so the event loop meanwhile sends and reads other questions' calls (an
+        LLM-bound run otherwise leaves its LLM idle behind a path search); inline LLM-free (nothing waits)."""
+        if not self.llm_ready:
+            return work(*args, **kwargs)
+        return await asyncio.to_thread(work, *args, **kwargs)
 
     async def analyse(self, question: str, graph: Graph, topic_nodes: Sequence[int]) -> QuestionAnalysis:
         """PoG's question analysis (one LLM call at the exploration temperature)."""
@@ -446,9 +186,15 @@ class PoG(Method):
         kept = set(sorted(range(len(paths)), key=lambda i: -score(paths[i]))[:bound])
         return [p for i, p in enumerate(paths) if i in kept]
 
-    async def step_scorer(self, query: str, graph: Graph) -> Callable[[ClusteredPath], float]:
-        """A cheap path score for growing trees: mean SBERT similarity of `query` to each step's relation words."""
-        keys = sorted({(link.kg, link.relation) for link in graph.merged.edges})
+    async def step_scorer(self, query: str, graph: Graph, paths: Sequence[ClusteredPath] | None = None
+                          ) -> Callable[[ClusteredPath], float]:
+        """A cheap path score for growing trees: mean SBERT similarity of `query` to each step's relation words.
+
+        `paths`: only these paths will be scored, so only their relations are encoded (else every relation of G_q)."""
+        if paths is None:
+            keys = sorted({(link.kg, link.relation) for link in graph.merged.edges})
+        else:
+            keys = sorted({(s.kg, s.relation) for p in paths for s in p.steps})
         texts = [graph.step_text(Step(kg, rel, True), words=True) for kg, rel in keys]
         sims = await self.embedder.similarity(query, texts) if keys else []
         table = dict(zip(keys, sims))
@@ -577,13 +323,18 @@ class PoG(Method):
     async def _answer_free(self, question: str, graph: Graph, topic_nodes: list[int]) -> Result:
         """LLM-free PoG: topic-entity paths of every depth (node-expand paths when none connect), SBERT-ranked."""
         dmax, beam = self.params.max_depth, self.params.w1
-        score = await self.step_scorer(question, graph)
+        # The step score (every relation text of G_q encoded) only when a beam or the W1 cut reads it:
+        # connecting paths between several topics need none, and W1 or fewer of them are all ranked.
+        score = await self.step_scorer(question, graph) if len(topic_nodes) == 1 else None
         paths = chain_paths(graph, topic_nodes, dmax, beam=beam, score=score)
         phase = "topic"
         if not paths and len(topic_nodes) > 1:  # no path joins all topics: explore from each (node expansion)
             phase = "expand"
+            score = await self.step_scorer(question, graph)
             paths = [p for t in topic_nodes
                      for p in tree_paths(graph, t, dmax, exclude=set(topic_nodes) - {t}, beam=beam, score=score)]
+        if score is None and len(paths) > beam:
+            score = await self.step_scorer(question, graph, paths)
         ranked = await self.rank(question, graph, paths, score)
         order, best, scores = await self.choose_answer(question, graph, ranked, topic_nodes)
         kept = [p for p, _ in ranked[: self.params.max_width]]
@@ -605,8 +356,8 @@ class PoG(Method):
         depth = min(analysis.depth, dmax)
         topic_kept: list[ClusteredPath] = []
         while depth <= dmax:
-            paths = chain_paths(graph, order, depth, total=(n * (depth - 1), n * depth), beam=self.params.w1, score=score,
-                                segment=n * depth if n > 1 else depth)
+            paths = await self.off_loop(chain_paths, graph, order, depth, total=(n * (depth - 1), n * depth), beam=self.params.w1,
+                                        score=score, segment=n * depth if n > 1 else depth)
             topic_kept = await self.prune(question, graph, paths, indicator, analysis, order)
             if topic_kept:
                 ok, answer, summary = await self.summarize_and_check(question, graph, topic_kept, analysis)
@@ -670,7 +421,7 @@ class PoG(Method):
             if target is None:
                 continue
             chain = self.reorder(graph, order + [target], cot)
-            paths = chain_paths(graph, chain, dmax, total=(0, len(order) * dmax), segment=len(order) * dmax)
+            paths = await self.off_loop(chain_paths, graph, chain, dmax, total=(0, len(order) * dmax), segment=len(order) * dmax)
             if paths:  # FuzzySelect(Paths_s', I_sup(e), W_max), then PathPruning over them all
                 paths = await self.fuzzy_pool(cot, graph, paths)
                 texts = [graph.render(p) for p in paths]
@@ -705,40 +456,9 @@ class PoG(Method):
                         seeds[kg].append(ident)
             if seeds:
                 more = await expand(dict(seeds), self.kgs, hops=1, width=self.params.relation_width, limit=self.params.neighbor_limit,
-                                    aligner=Aligner(self.kgs, methods=()))
-                _graft(graph, more)
-        return [q for p in paths for q in extend_path(graph, p)]
-
-
-def _graft(graph: Graph, more: MergedGraph) -> None:
-    """Add the nodes and links of `more` to G_q (by KG id), updating the adjacency."""
-    merged = graph.merged
-    remap: dict[int, int] = {}
-    for j, node in enumerate(more.nodes):
-        found = next((graph.index(kg, ident) for kg, ident in node.ids.items() if graph.index(kg, ident) is not None), None)
-        if found is None:
-            found = len(merged.nodes)
-            merged.nodes.append(node)
-            for kg, ident in node.ids.items():
-                graph.key_index[(kg, ident)] = found
-        remap[j] = found
-    for kg, labels in more.relation_labels.items():
-        merged.relation_labels.setdefault(kg, {}).update(labels)
-    graph._step_texts.clear()  # a relation may have gained its label
-    for link in more.edges:
-        new = replace(link, subject=remap[link.subject], object=remap[link.object])
-        index = len(merged.edges)
-        merged.edges.append(new)
-        graph.adj[new.subject].append((index, new.object, True))
-        graph.adj[new.object].append((index, new.subject, False))
-
-
-def unique_paths(paths: Iterable[ClusteredPath]) -> list[ClusteredPath]:
-    """The paths once each (by `ClusteredPath.key`), first occurrence first."""
-    seen: dict[tuple, ClusteredPath] = {}
-    for p in paths:
-        seen.setdefault(p.key(), p)
-    return list(seen.values())
+                                    aligner=Aligner(self.kgs, methods=()), offload=self.llm_ready)
+                graft(graph, more)
+        return await self.off_loop(lambda: [q for p in paths for q in extend_path(graph, p)])
 
 
 def _first_line(text: str) -> str:
