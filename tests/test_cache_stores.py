@@ -134,3 +134,20 @@ def test_an_embedder_keeps_its_vectors_in_a_redis_root(redis_root):
     assert second.stats["encoded"] == 0 and second.stats["hits"] == 2
     second.close()
     store.close()
+
+
+def test_a_run_on_a_redis_root_keeps_its_vectors_there(redis_root, tmp_path):
+    """`RunSpec.resolved` pins the vectors to `ROOT/embeddings` on a disk root only; on a Redis root the run's
+    session hands the embedder the root's `embeddings` store."""
+    from kgfed.engine.config import CacheOptions
+    from kgfed.engine.harness.runner import RunSpec, Runtime
+
+    assert RunSpec("tog", cache=CacheOptions(root=str(tmp_path))).resolved().embeddings_dir == str(tmp_path / "embeddings")
+    spec = RunSpec("tog", cache=CacheOptions(root=redis_root))
+    assert spec.resolved().embeddings_dir is None
+    runtime = Runtime(spec)
+    assert runtime.embeddings is None  # the session's `store("embeddings")`, not a directory
+    store = runtime.store("embeddings")
+    assert isinstance(store, RedisStore) and store.location == redis_root
+    store.close()
+    assert Runtime(RunSpec("tog", cache=CacheOptions(enabled=False))).embeddings is False  # the cache off: nowhere
