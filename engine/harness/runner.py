@@ -8,7 +8,7 @@ A `RunSpec` is the whole configuration of a run as value objects (`KGSpec`s, `Ht
 picklable, so worker processes and Ray actors rebuild the same `Runtime` from it. Questions run
 `concurrency` at a time over one shared `Runtime` (KGs, response cache, LLM, embedder, method), or in
 chunks on `workers` processes / Ray actors that each build their own runtime over the same cache
-directory (diskcache is process-safe). What the run writes and shows (the resumable prediction file,
+root (a directory several processes share safely, or Redis). What the run writes and shows (the resumable prediction file,
 its cost sidecar, the running figures, the progress bar) is `harness.output`.
 """
 from __future__ import annotations
