@@ -3,17 +3,22 @@ LLM-free (PRoH-L style) answers on the CWQ fixture, and recorded replies (tests/
 hand-written by tests/recordings/llm/inses/record_inses_proh.py)."""
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
+from kgfed.engine.federation.hypergraph import Hypergraph
+from kgfed.engine.harness.datasets import load_dataset
 from kgfed.engine.kg import KG
-from kgfed.engine.toolbox.llm import NoLLM, ReplayLLM
+from kgfed.engine.toolbox.gold_llm import GoldLLM
+from kgfed.engine.toolbox.llm import LLM, Completion, NoLLM, ReplayLLM
+from kgfed.engine.toolbox.prompts import PROH_FINAL_PROMPT, PROH_PLAN_PROMPT, PROH_SCORE_PROMPT
 from kgfed.engine.methods import get_method
-from kgfed.engine.methods.proh import Dag, PRoH, combine, entity_weight, ewo, path_score
+from kgfed.engine.methods.proh import CONTEXT, Dag, PRoH, combine, entity_weight, ewo, path_score
 
-from .conftest import CWQ_NT, FED_DIR, need
+from .conftest import CWQ_NT, CWQ_QUESTIONS, FED_DIR, need
 
 RECORDED = Path(__file__).parent / "recordings" / "llm" / "proh"
 
@@ -120,6 +125,74 @@ async def test_recorded_replies_answer_federation_and_cwq_questions():
     assert llm.stats["misses"] == 0
     assert bieber.answer == "Canada" and bieber.answer_ids == ["m.0d060g"]
     assert alta.answer == "Guatemala" and alta.extra["dags"][0]["answers"] == {1: "Guatemala", 2: "Guatemala"}
+
+
+# -- LLM mode's engine time (issue 27 item 6) ----------------------------------------------------------------
+class Watched(LLM):
+    """The gold stand-in, each call noted (its prompt, how many calls were in flight when it started)."""
+
+    def __init__(self, inner: GoldLLM):
+        super().__init__("watched")
+        self.inner = inner
+        self.calls: list[tuple[str, int]] = []
+        self.flight = 0
+
+    def bind(self, kgs) -> None:
+        self.inner.bind(kgs)
+
+    async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None) -> Completion:
+        self.flight += 1
+        self.calls.append((prompt, self.flight))
+        try:
+            await asyncio.sleep(0.02)  # a reply takes a little while: calls made together overlap
+            return await self.inner._complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system)
+        finally:
+            self.flight -= 1
+
+    def of(self, template: str) -> list[tuple[str, int]]:
+        prefix = template.split("{", 1)[0]
+        return [(p, f) for p, f in self.calls if p.startswith(prefix)]
+
+
+@pytest.mark.embeddings
+async def test_llm_mode_plans_from_what_it_shows_with_se_and_asks_independent_calls_together():
+    questions = [q for q in load_dataset(need(CWQ_QUESTIONS)) if q.text.startswith("Which nation has the Alta Verapaz")]
+    async with KG.open(f"file:{need(CWQ_NT)}", dialect="freebase", name="freebase", cache=False) as kg:
+        llm = Watched(GoldLLM(questions))
+        llm.bind({"freebase": kg})
+        result = await PRoH({"freebase": kg}, llm).answer(questions[0].text, questions[0].topics)
+    assert result.answer == "Guatemala"
+    plans, scores, finals = llm.of(PROH_PLAN_PROMPT), llm.of(PROH_SCORE_PROMPT), llm.of(PROH_FINAL_PROMPT)
+    assert len(plans) == 2 and len(finals) == 2  # n0 = K = 2
+    # Algorithm 1 scores the plan context by SE: no entity-scoring call before the plans
+    first_plan = next(i for i, (p, _) in enumerate(llm.calls) if p == plans[0][0])
+    assert scores and all(llm.calls.index(s) > first_plan for s in scores)
+    # each layer of the plan context is at most what the prompt shows, the anchors' most similar hyperedges first
+    context = plans[0][0].split("(nearest first):", 1)[1].split("Your response", 1)[0]
+    layers = [line.split("]", 1)[0] for line in context.splitlines() if line.startswith("[")]
+    assert layers and max(layers.count(d) for d in set(layers)) <= CONTEXT and "[2" in " ".join(layers)
+    # the n0 plans and the K final answers are asked together, not one after the other
+    assert max(f for _, f in plans) == 2 and max(f for _, f in finals) == 2
+
+
+@pytest.mark.embeddings
+async def test_reanchoring_matches_targets_over_the_anchored_graph_not_over_later_fetches():
+    q = cwq("Which nation has the Alta Verapaz Department")
+    async with KG.open(f"file:{need(CWQ_NT)}", dialect="freebase", name="freebase", cache=False) as kg:
+        method = PRoH({"freebase": kg}, NoLLM())
+        hg = Hypergraph()
+        seeds = [hg.add_node({"freebase": mid}, name, topic=True) for mid, name in q["topic_entity"].items()]
+        topics, first = await method.anchor(q["question"], hg, seeds)
+        anchored = len(hg.edges)
+        await method._grow(hg, [n for e in first for n in hg.edges[e].nodes])  # what planning and beam search fetch
+        assert len(hg.edges) > anchored
+        own = {e for n in topics for e in hg.incident(n)}
+        sub = "What is the capital of Guatemala?"  # a sub-question about a node the growth reached
+        _, again = await method.anchor(sub, hg, seeds, anchored=anchored)
+        _, everything = await method.anchor(sub, hg, seeds)
+    assert all(e < anchored or e in own for e in again)
+    later = [hg.edges[e].name for e in everything if e >= anchored and e not in own]
+    assert later and all("Guatemala" in name for name in later)  # unrestricted, later fetches about Guatemala are matched
 
 
 @pytest.mark.parametrize("name,params,message", [

@@ -22,6 +22,7 @@ and the step answer = the entities of the best path's last hyperedge that are no
 """
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +43,7 @@ from .params import param
 PLAN_DEPTH, MAX_DEPTH, INITIAL_PLANS, SOLUTIONS = 3, 3, 2, 2
 BEAM, THETA_EMB, THETA_E, TARGETS, ALPHA = 3, 0.2, 0.3, 3, 0.5
 MAX_STATES, MAX_ANSWERS = 12, 2
+CONTEXT = 15  # hyperedges of each plan-context layer the plan prompt shows (and the plan context explores from)
 
 # -- scores (§4.5, Eqs. 2–6) ------------------------------------------------------------------------------
 def combine(scores: Iterable[float], alpha: float = ALPHA) -> float:
@@ -160,24 +162,39 @@ class PRoH(HypergraphMethod):
         await grow(hg, self.kgs, nodes, width=self.params.hop_width, limit=self.params.limit, aligner=aligner)
 
     # -- anchoring (§4.2) ---------------------------------------------------------------------------------
-    async def anchor(self, question: str, hg: Hypergraph, seeds: Sequence[int]) -> tuple[list[int], list[int]]:
-        """Topic nodes mentioned in the (sub-)question (all seeds when none is) and target hyperedges."""
+    async def anchor(self, question: str, hg: Hypergraph, seeds: Sequence[int], *,
+                     anchored: int | None = None) -> tuple[list[int], list[int]]:
+        """Topic nodes mentioned in the (sub-)question (all seeds when none is) and target hyperedges.
+
+        Target hyperedges are matched over H_q as anchored: every hyperedge when the question itself is
+        anchored (`anchored` None), then (re-anchoring a sub-question) the first `anchored` hyperedges,
+        those the question's anchoring fetched, and the sub-question's topics' own. What the plan context
+        and the beam search fetch later is not matched (each match would encode every hyperedge fetched).
+        """
         text = question.lower()
         topics = [n for n in seeds if hg.label(n).lower() in text] or list(seeds)
         await self._grow(hg, topics)
         edges = list(dict.fromkeys(e for n in topics for e in hg.incident(n)))
-        pool = [e for e in range(len(hg.edges)) if hg.edges[e].kind != "synonym"]
+        known = range(len(hg.edges)) if anchored is None else sorted(set(range(min(anchored, len(hg.edges)))) | set(edges))
+        pool = [e for e in known if hg.edges[e].kind != "synonym"]
         sims = await self.embedder.similarity(question, [hg.edges[e].name for e in pool]) if pool else []
         ranked = sorted((s, e) for s, e in zip(sims, pool) if s >= self.params.theta_e)[::-1]
         return topics, list(dict.fromkeys(edges + [e for _, e in ranked[:self.params.targets]]))
+
+    async def similarities(self, question: str, hg: Hypergraph, nodes: Iterable[int]) -> dict[int, float]:
+        """SE(v|q) for nodes (Eq. 2): the cosine of the question and each node's label and description."""
+        nodes = list(dict.fromkeys(nodes))
+        if not nodes:
+            return {}
+        await describe(hg, self.kgs, nodes)
+        return dict(zip(nodes, await self.embedder.similarity(question, [hg.text(n) for n in nodes])))
 
     async def weights(self, question: str, hg: Hypergraph, nodes: Iterable[int]) -> dict[int, float]:
         """EW(v|q) for nodes: SE by embeddings (Eq. 2), then the LLM's score above theta_emb (Eq. 4)."""
         nodes = list(dict.fromkeys(nodes))
         if not nodes:
             return {}
-        await describe(hg, self.kgs, nodes)
-        se = dict(zip(nodes, await self.embedder.similarity(question, [hg.text(n) for n in nodes])))
+        se = await self.similarities(question, hg, nodes)
         keep = [n for n in nodes if se[n] >= self.params.theta_emb]
         llm: dict[int, float] = {}
         if self.llm_ready and keep:
@@ -192,23 +209,31 @@ class PRoH(HypergraphMethod):
 
     # -- planning (§4.3, Algorithm 1) ------------------------------------------------------------------------
     async def plan_context(self, question: str, hg: Hypergraph, topics: Sequence[int], targets: Sequence[int]) -> str:
-        """FormPlanContext: the anchors' hyperedges, then d_p layers of the best SH-scored neighbours."""
-        layers = [list(targets)]
-        frontier, seen = list(targets), set(targets)
+        """FormPlanContext: the anchors' hyperedges, then d_p layers of the best SH-scored neighbours.
+
+        SH (Eq. 3) combines the SE of the overlap, as Algorithm 1 does: no LLM score while planning. Each
+        layer is the `CONTEXT` hyperedges the plan prompt shows of it (the anchors' by the question
+        similarity of their names, the target hyperedges first), and the next layer is explored from those:
+        every hyperedge shown neighbours one shown a layer before, and no hyperedge that is not shown is grown.
+        """
+        first = list(targets)
+        sims = await self.embedder.similarity(question, [hg.edges[e].name for e in first]) if first else []  # encoded by anchor
+        first = [first[i] for i in sorted(range(len(first)), key=lambda i: -sims[i])][:CONTEXT]
+        layers = [first]
+        frontier, seen = list(first), set(targets)
         for _ in range(self.params.plan_depth - 1):
             await self._grow(hg, [n for e in frontier for n in hg.edges[e].nodes])
             cands: dict[int, float] = {}
             pairs = [(e, x) for e in frontier for x in hg.neighbours(e) if x not in seen]
-            weights = await self.weights(question, hg, [n for e, x in pairs for n in hg.overlap(e, x)])
-            se = {n: w for n, w in weights.items()}
+            se = await self.similarities(question, hg, [n for e, x in pairs for n in hg.overlap(e, x)])
             for e, x in pairs:
                 cands[x] = max(cands.get(x, 0.0), combine((se.get(n, 0.0) for n in hg.overlap(e, x)), self.params.alpha))
-            frontier = sorted(cands, key=lambda x: -cands[x])[:self.params.beam * max(1, len(layers[-1]))]
+            frontier = sorted(cands, key=lambda x: -cands[x])[:min(CONTEXT, self.params.beam * max(1, len(layers[-1])))]
             if not frontier:
                 break
             seen.update(frontier)
             layers.append(frontier)
-        return "\n".join(f"[{d}] {hg.edges[e].name}" for d, layer in enumerate(layers) for e in layer[:15])
+        return "\n".join(f"[{d}] {hg.edges[e].name}" for d, layer in enumerate(layers) for e in layer)
 
     async def plans(self, question: str, hg: Hypergraph, topics: Sequence[int], targets: Sequence[int]) -> list[Dag]:
         """n0 initial reasoning DAGs (LLM-free: the question itself as one sub-question)."""
@@ -216,11 +241,9 @@ class PRoH(HypergraphMethod):
             return [Dag({1: question}, [])]
         context = await self.plan_context(question, hg, topics, targets)
         names = ", ".join(hg.label(n) for n in topics)
-        dags = []
-        for _ in range(self.params.initial_plans):
-            reply = await self._ask(PROH_PLAN_PROMPT.format(question=question, topics=names, context=context), "plan", EXPLORATION_TEMPERATURE)
-            dags.append(Dag.of(reply, question))
-        return dags
+        prompt = PROH_PLAN_PROMPT.format(question=question, topics=names, context=context)
+        replies = await asyncio.gather(*(self._ask(prompt, "plan", EXPLORATION_TEMPERATURE) for _ in range(self.params.initial_plans)))
+        return [Dag.of(reply, question) for reply in replies]
 
     # -- answer and path retrieval (§4.5, Algorithm 3) ------------------------------------------------------
     def path_text(self, hg: Hypergraph, path: Sequence[int]) -> str:
@@ -229,9 +252,10 @@ class PRoH(HypergraphMethod):
     async def _rank_by_text(self, question: str, hg: Hypergraph, paths: Sequence[Sequence[int]]) -> list[float]:
         return await self.embedder.similarity(question, [self.path_text(hg, p) for p in paths]) if paths else []
 
-    async def retrieve(self, question: str, hg: Hypergraph, seeds: Sequence[int]) -> list[tuple[str, int, list[int]]]:
+    async def retrieve(self, question: str, hg: Hypergraph, seeds: Sequence[int], *,
+                       anchored: int | None = None) -> list[tuple[str, int, list[int]]]:
         """Answer–path pairs for one sub-question: EWO-guided beam search to d_max, answers from selected paths."""
-        topics, start = await self.anchor(question, hg, seeds)
+        topics, start = await self.anchor(question, hg, seeds, anchored=anchored)
         frontier = [[e] for e in start]
         explored = list(frontier)
         best: tuple[float, list[int]] | None = None
@@ -250,8 +274,8 @@ class PRoH(HypergraphMethod):
             await self._grow(hg, [n for p in frontier for n in hg.edges[p[-1]].nodes])
             pairs = [(p, x) for p in frontier for x in hg.neighbours(p[-1]) if x not in p]
             weights = await self.weights(question, hg, [n for p, x in pairs for n in hg.overlap(p[-1], x)])
-            cands = sorted(((ewo(hg.overlap(p[-1], x), weights, self.params.alpha), p + [x]) for p, x in pairs), key=lambda c: -c[0])
-            cands = [p for _, p in cands[:self.params.beam * 4]]  # RankSelectDirections
+            scored = sorted(((ewo(hg.overlap(p[-1], x), weights, self.params.alpha), p + [x]) for p, x in pairs), key=lambda c: -c[0])
+            cands = [p for _, p in scored[:self.params.beam * 4]]  # RankSelectDirections
             frontier = await self.directions(question, hg, cands)
             if not frontier:
                 break
@@ -289,30 +313,35 @@ class PRoH(HypergraphMethod):
         return sims[k], ranked[k]
 
     async def answer_step(self, question: str, hg: Hypergraph, paths: Sequence[list[int]], topics: Sequence[int]) -> list[tuple[str, int, list[int]]]:
-        """LLMAnswerStep over each selected path (LLM-free: the last hyperedge's non-anchor entities by SE)."""
+        """LLMAnswerStep over each selected path, the paths' calls at once (LLM-free: the last hyperedge's
+        non-anchor entities by SE)."""
         out: list[tuple[str, int, list[int]]] = []
-        for path in paths:
-            candidates = [n for n in hg.edges[path[-1]].nodes if n not in topics]
-            if not candidates:
-                candidates = [n for e in path for n in hg.edges[e].nodes if n not in topics]
-            if self.llm_ready:
-                await describe(hg, self.kgs, [n for e in path for n in hg.edges[e].nodes])
-                context = "\n".join(hg.edges[e].name for e in path)
-                reply = await self._ask(PROH_STEP_PROMPT.format(question=question, context=context), "step", ANSWER_TEMPERATURE)
+        if self.llm_ready:
+            await describe(hg, self.kgs, [n for path in paths for e in path for n in hg.edges[e].nodes])
+            replies = await asyncio.gather(*(self._ask(PROH_STEP_PROMPT.format(
+                question=question, context="\n".join(hg.edges[e].name for e in path)), "step", ANSWER_TEMPERATURE) for path in paths))
+            for path, reply in zip(paths, replies):
                 names = [str(a).strip() for a in reply.get("answers") or [] if str(a).strip()]
                 by_label = {hg.label(n).lower(): n for e in path for n in hg.edges[e].nodes}
                 out += [(a, by_label.get(a.lower(), -1), path) for a in names[:self.params.max_answers]]
-            else:
+        else:
+            for path in paths:
+                candidates = [n for n in hg.edges[path[-1]].nodes if n not in topics]
+                if not candidates:
+                    candidates = [n for e in path for n in hg.edges[e].nodes if n not in topics]
                 se = dict(zip(candidates, await self.embedder.similarity(question, [hg.text(n) for n in candidates]))) if candidates else {}
                 out += [(hg.label(n), n, path) for n in sorted(candidates, key=lambda n: -se[n])[:self.params.max_answers]]
-        unique = {}
+        unique: dict[str, tuple[str, int, list[int]]] = {}
         for a in out:
             unique.setdefault(a[0].lower(), a)
         return list(unique.values())[:self.params.max_answers]
 
     # -- reasoning (§4.4, Algorithm 2) and final answer (§4.6) ----------------------------------------------
-    async def reason(self, question: str, hg: Hypergraph, seeds: Sequence[int], dags: Sequence[Dag]) -> tuple[list[Dag], int]:
-        """DFS over reasoning states (DAG, level) until K DAGs complete; returns them and the states visited."""
+    async def reason(self, question: str, hg: Hypergraph, seeds: Sequence[int], dags: Sequence[Dag], *,
+                     anchored: int | None = None) -> tuple[list[Dag], int]:
+        """DFS over reasoning states (DAG, level) until K DAGs complete; returns them and the states visited.
+
+        `anchored`: the hyperedges the question's anchoring fetched (`anchor`)."""
         stack = [(dag, 0) for dag in reversed(dags)]
         done: list[Dag] = []
         visited = 0
@@ -326,16 +355,17 @@ class PRoH(HypergraphMethod):
             found = []
             for qid in levels[level]:
                 anchors = list(seeds) + [n for k, (_, n, _) in dag.answers.items() if n >= 0]
-                found.append([(qid, ap) for ap in await self.retrieve(dag.text(qid), hg, anchors)])
+                found.append([(qid, ap) for ap in await self.retrieve(dag.text(qid), hg, anchors, anchored=anchored)])
             if not all(found):
                 continue
-            successors = []
+            combos = []
             for combo in itertools.islice(itertools.product(*found), self.params.max_answers * 2):
                 new = dag.copy()
                 for qid, ap in combo:
                     new.answers[qid] = ap
-                successors.append((await self.refine(question, new, level), level + 1))
-            stack += reversed(successors)
+                combos.append(new)
+            refined = await asyncio.gather(*(self.refine(question, new, level) for new in combos))  # independent calls
+            stack += reversed([(new, level + 1) for new in refined])
         return done, visited
 
     async def refine(self, question: str, dag: Dag, level: int) -> Dag:
@@ -357,8 +387,9 @@ class PRoH(HypergraphMethod):
         if not seeds:
             return Result(question, "", reasoning="no topic entity to anchor the hypergraph", extra={"dags": []})
         topic_nodes, targets = await self.anchor(question, hg, seeds)
+        anchored = len(hg.edges)  # H_q as anchored: what target matching sees when a sub-question is re-anchored
         dags = await self.plans(question, hg, topic_nodes, targets)
-        done, states = await self.reason(question, hg, seeds, dags)
+        done, states = await self.reason(question, hg, seeds, dags, anchored=anchored)
         extra = {"plans": [d.to_json() for d in dags], "dags": [d.to_json() for d in done], "states": states,
                  "target_hyperedges": [hg.edges[e].name for e in targets[-self.params.targets:]]}
         if not done:
@@ -368,10 +399,9 @@ class PRoH(HypergraphMethod):
             last = done[0].levels()[-1][-1]
             answer, node, _ = done[0].answers[last]
             return Result(question, answer, [hg.id_in(node)] if node >= 0 else [], paths, reasoning=self._steps(done[0]), extra=extra)
-        finals = []
-        for dag in done:
-            reply = await self._ask(PROH_FINAL_PROMPT.format(question=question, steps=self._steps(dag, hg)), "final", ANSWER_TEMPERATURE)
-            finals.append((str(reply.get("answer", "")).strip(), str(reply.get("reasoning", ""))))
+        replies = await asyncio.gather(*(self._ask(PROH_FINAL_PROMPT.format(question=question, steps=self._steps(dag, hg)),
+                                                   "final", ANSWER_TEMPERATURE) for dag in done))
+        finals = [(str(reply.get("answer", "")).strip(), str(reply.get("reasoning", ""))) for reply in replies]
         choice = 0
         if len({a.lower() for a, _ in finals}) > 1:
             reply = await self._ask(PROH_JUDGE_PROMPT.format(question=question, candidates="\n".join(
