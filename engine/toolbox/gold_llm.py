@@ -180,6 +180,8 @@ class GoldLLM(LLM):
 
     def _note(self, gold: Gold, kind: str, case: str, reply: str) -> None:
         """One line of the trace (`$KGFED_GOLD_TRACE`): did the prompt show a gold answer, did the reply name one."""
+        if self.trace is None:
+            return
         shown = gold.answer_in(case.replace(gold.text, " "), prose=True) is not None
         named = gold.answer_in(reply.replace(gold.text, " "), prose=True) is not None
         with open(self.trace, "a", encoding="utf-8") as handle:

@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ....cache.costs import charge
 from ....sparql.errors import LLMError
@@ -101,7 +102,7 @@ def json_object(text: str) -> dict | None:
     start = text.find("{")
     if start < 0:
         return None
-    fields = {}
+    fields: dict[str, Any] = {}
     for key, raw in _JSON_FIELD.findall(text[start:]):
         try:
             fields.setdefault(key, json.loads(raw))
@@ -116,7 +117,7 @@ def _pairs_from_json(value) -> list[tuple[str, float | None]]:
             name = value.get("relation", value.get("name"))
             score = value.get("score")
             return [(str(name), float(score) if isinstance(score, (int, float)) else None)]
-        pairs = []
+        pairs: list[tuple[str, float | None]] = []
         for key, score in value.items():
             if isinstance(score, (int, float)) and not isinstance(score, bool):
                 pairs.append((str(key), float(score)))
