@@ -370,11 +370,14 @@ class HttpClient:
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
         passthrough: Collection[int] = (),
+        retries: int | None = None,
     ) -> Response:
         """Send one request (with retries); return the final response whatever its status below 500.
 
         A status in `passthrough` is returned as it came, without a retry or a pause (the LLM
-        providers handle 429/503/529 themselves: `toolbox.llm.LLMGate`).
+        providers handle 429/503/529 themselves: `toolbox.llm.LLMGate`). `timeout` and `retries` are this
+        request's own (None: the client's), so a caller sharing the run's client keeps its needs (an LLM:
+        long calls, few retries).
 
         Raises `EndpointTimeout` at once on a timeout, `QueryTimeout` on QLever's 429 timeout,
         `UserAgentRejected` on a robot-policy answer, `RateLimited` on a 429 that keeps coming back, and
@@ -385,8 +388,9 @@ class HttpClient:
         if self._closed:
             raise ClientClosed(f"{what}: the HTTP client is closed: open the KG/run again (a closed client sends nothing)")
         limit = timeout or self.timeout
+        retries = self.retries if retries is None else retries
         last_error: EndpointError | None = None
-        for attempt in range(self.retries + 1):
+        for attempt in range(retries + 1):
             await self._wait_if_paused(host)
             try:
                 async with self._semaphore(host):
@@ -451,14 +455,14 @@ class HttpClient:
                 else:
                     log.debug("%s answered %d (%d bytes)", what, response.status, len(response.body))
                     return response
-            if attempt < self.retries:
+            if attempt < retries:
                 self.stats["retries"] += 1
                 delay = self._delay(attempt)
-                log.info("%s; retry %d of %d in %.1f s", last_error, attempt + 1, self.retries, delay)
+                log.info("%s; retry %d of %d in %.1f s", last_error, attempt + 1, retries, delay)
                 await asyncio.sleep(delay)
         assert last_error is not None
         self.stats["errors"] += 1
-        raise type(last_error)(f"{last_error} (gave up after {self.retries + 1} attempts)", **_error_kwargs(last_error))
+        raise type(last_error)(f"{last_error} (gave up after {retries + 1} attempts)", **_error_kwargs(last_error))
 
     async def get_json(self, url: str, *, params: dict[str, str] | None = None, headers: dict[str, str] | None = None):
         """GET and decode JSON; a non-2xx status raises HttpStatusError, a malformed body EndpointError."""

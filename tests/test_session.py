@@ -196,3 +196,22 @@ async def test_the_old_engine_constructor_still_works_with_a_warning():
     finally:
         await engine.aclose()
     assert kgs.client.closed  # the KGs own their client: closed with them
+
+
+async def test_the_llm_on_the_sessions_client_keeps_its_own_retries():
+    """An OpenAI-compatible LLM shares the run's client but retries a failing call LLM_RETRIES times,
+    not the KG queries' count; the KGs keep the client's."""
+    from kgfed.engine.toolbox.llm_providers import LLM_RETRIES
+    from kgfed.sparql.errors import LLMError
+
+    hits: dict[str, int] = {}
+
+    async def down(request: Request) -> Response:
+        hits[request.host] = hits.get(request.host, 0) + 1
+        return Response.of(502, {"error": {"message": "bad gateway"}})
+
+    async with Session(http=HttpOptions(contact="me@example.org"), llm="openai:http://llm.test/v1#m",
+                       cache=CacheOptions(enabled=False), transport=MockTransport(down)) as session:
+        with pytest.raises(LLMError, match="gave up after 3 attempts"):
+            await session.llm.complete("hi", temperature=0.0)
+        assert hits == {"llm.test": LLM_RETRIES + 1} and session.client.retries == 4

@@ -90,6 +90,9 @@ class AnthropicLLM(LLM):
         await self._client.close()
 
 
+LLM_RETRIES = 2  # an LLM call is long: a dropped connection or a 5xx is retried twice, on any client
+
+
 class OpenAICompatibleLLM(LLM):
     """Any server speaking OpenAI's `/v1/chat/completions` (vLLM, Ollama, llama.cpp, LM Studio).
 
@@ -101,7 +104,7 @@ class OpenAICompatibleLLM(LLM):
     name = "openai"
 
     def __init__(self, base_url: str, model: str | None = None, *, api_key: str | None = None,
-                 client=None, timeout: float = 300.0):
+                 client=None, timeout: float = 300.0, retries: int = LLM_RETRIES):
         super().__init__(model or "")
         if not base_url.startswith(("http://", "https://")):
             raise LLMError(f"{base_url!r} is not an http(s) URL: use --llm openai:http://HOST:PORT[#MODEL]")
@@ -109,6 +112,7 @@ class OpenAICompatibleLLM(LLM):
         self.base_url = base if base.endswith("/v1") else base + "/v1"
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.timeout = timeout
+        self.retries = retries  # per call, also on the run's shared client (whose own retries are for KG queries)
         self._client = client
         self._owns_client = client is None
         self._model_lock = asyncio.Lock()
@@ -133,7 +137,7 @@ class OpenAICompatibleLLM(LLM):
             from ...endpoints.client import HttpClient
             from ...endpoints.options import DEFAULT_PER_HOST, HttpOptions
 
-            self._client = HttpClient.from_options(HttpOptions(timeout=self.timeout, retries=2,
+            self._client = HttpClient.from_options(HttpOptions(timeout=self.timeout, retries=self.retries,
                                                                per_host=max(DEFAULT_PER_HOST, self.gate.concurrency or 0)))
         return self._client
 
@@ -148,6 +152,7 @@ class OpenAICompatibleLLM(LLM):
         data = json.dumps(body).encode() if body is not None else None
         try:  # busy answers come back to the gate (shared pause); the client retries dropped connections and 5xx
             response = await self._http().request(method, url, data=data, headers=self._headers(), timeout=self.timeout,
+                                                  retries=self.retries,
                                                   passthrough=BUSY_STATUSES)
         except EndpointError as exc:
             raise LLMError(f"the LLM server at {self.base_url} failed: {exc}; start it or fix the URL in --llm openai:URL") from None
