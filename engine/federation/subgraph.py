@@ -190,7 +190,7 @@ async def expand(
     for hop in range(1, hops + 1):
         report(f"hop {hop}/{hops}: {sum(map(len, frontier.values()))} entities", hop - 1, total)
         active = [n for n in kgs if frontier.get(n)]
-        found = await asyncio.gather(*(_hop(kgs[n], frontier[n], width, limit, scorer, direction) for n in active))
+        found = await asyncio.gather(*(_hop(kgs[n], frontier[n], width, limit, scorer, direction, offload) for n in active))
         if offload:
             new = await asyncio.to_thread(state.add_all, active, found, hop)
         else:
@@ -242,7 +242,7 @@ async def _seed(topics: Sequence[str] | Mapping[str, Iterable[str]], kgs: Mappin
 
 
 async def _hop(kg: KG, entities: Iterable[str], width: int | None, limit: int | None,
-               scorer: RelationScorer | None, direction: str) -> list[Edge]:
+               scorer: RelationScorer | None, direction: str, offload: bool = False) -> list[Edge]:
     """One hop in one KG: relations of the frontier, W per entity, their neighbours (entities only)."""
     found = await kg.relations_many(sorted(entities), direction)
     # the cross-KG id claims (P646) are alignment data, not knowledge: never followed as relations
@@ -252,16 +252,31 @@ async def _hop(kg: KG, entities: Iterable[str], width: int | None, limit: int | 
     if not triples:
         return []
     edges = await kg.neighbors_many(triples, limit=limit)
+    if offload:
+        return await asyncio.to_thread(_entity_edges, kg, edges.values())
+    return _entity_edges(kg, edges.values())
+
+
+def _entity_edges(kg: KG, buckets: Iterable[Sequence[Edge]]) -> list[Edge]:
+    """The edges whose far end is an entity of the KG (no literal, no IRI outside its namespace), in order."""
     out = []
-    for bucket in edges.values():
+    valid: dict[str, bool] = {}  # far ends repeat across buckets: each checked once
+    check = kg.dialect.check_entity
+    for bucket in buckets:
         for edge in bucket:
             if edge.literal:
                 continue
-            try:
-                kg.dialect.check_entity(edge.entity)
-            except InvalidIdentifier:  # an IRI outside the KG's namespace: not an entity we can expand
-                continue
-            out.append(edge)
+            entity = edge.entity
+            ok = valid.get(entity)
+            if ok is None:
+                try:
+                    check(entity)
+                    ok = True
+                except InvalidIdentifier:  # an IRI outside the KG's namespace: not an entity we can expand
+                    ok = False
+                valid[entity] = ok
+            if ok:
+                out.append(edge)
     return out
 
 
