@@ -27,7 +27,7 @@ from .llm_base import (
     ANSWER_TEMPERATURE, DEFAULT_MAX_TOKENS, EXPLORATION_TEMPERATURE, LLM, PRUNING_TEMPERATURE, Completion, NoLLM,
     Usage, llm_ready,
 )
-from .llm_gate import BUSY_STATUSES, NOT_RETRYABLE, RETRY_STATUSES, Busy, LLMGate, busy_answer, log, retry_after
+from .llm_gate import BUSY_STATUSES, NOT_RETRYABLE, RETRY_STATUSES, Busy, LLMGate, T, busy_answer, log, retry_after
 from .llm_providers import DEFAULT_ANTHROPIC_MODEL, AnthropicLLM, OpenAICompatibleLLM
 from .llm_replay import ReplayLLM, prompt_key
 
@@ -35,7 +35,7 @@ __all__ = [
     "ANSWER_TEMPERATURE", "BUSY_STATUSES", "DEFAULT_ANTHROPIC_MODEL", "DEFAULT_MAX_TOKENS", "EXPLORATION_TEMPERATURE",
     "LLM", "NOT_RETRYABLE", "PRUNING_TEMPERATURE", "RETRY_STATUSES", "SPEC_HELP", "AnthropicLLM", "Busy", "Completion",
     "LLMGate", "NoLLM", "OpenAICompatibleLLM", "ReplayLLM", "Usage", "ask", "busy_answer", "llm_ready", "log", "make_llm",
-    "prompt_key", "prompt_limits", "retry_after",
+    "prompt_key", "prompt_limits", "retry_after", "T",
 ]
 
 SPEC_HELP = "use anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC, gold (kgfed run) or none"
