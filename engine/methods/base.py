@@ -217,7 +217,10 @@ class Method(ABC, metaclass=_MethodType):
 
     @property
     def embedder(self):
-        """The run's embedder: the one given, else the process's default `Embedder` (resolved on first use)."""
+        """The run's embedder: the one given (a `Session`'s, in the harness and the MCP server), else the
+        process's default `Embedder`, made on first use. This is the one default left below the session, kept
+        so that `ToG(kg, llm)` works in a notebook as `KG.open(spec)` does; everything the method calls
+        (pruning, ranking, alignment) is handed this one and builds none of its own."""
         if self._run_embedder is None:
             from ..toolbox.embeddings import default_embedder
 

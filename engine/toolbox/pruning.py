@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from ...cache.costs import charge
 from ...sparql.errors import KgfedError, LLMError
-from .embeddings import Embedder, default_embedder
+from .embeddings import Embedder
 from .llm import DEFAULT_MAX_TOKENS, PRUNING_TEMPERATURE, LLM, llm_ready
 from .prompts import (
     TOG_SYSTEM, parse_entity_scores, parse_path_selection, parse_relation_scores, pog_path_select_prompt,
@@ -128,7 +128,15 @@ def _check_method(method: str) -> str:
 async def _similarities(method: str, query: str, texts: Sequence[str], embedder: Embedder | None) -> list[float]:
     if method == "bm25":
         return bm25_scores(query, texts)
-    return await (embedder or default_embedder()).similarity(query, texts)
+    return await _need(embedder).similarity(query, texts)
+
+
+def _need(embedder: Embedder | None) -> Embedder:
+    """The embedder SBERT scoring was given; none is a one-line error (pruning builds no default of its own)."""
+    if embedder is None:
+        raise KgfedError("SBERT scoring needs an embedder: pass embedder= (a Session's or a method's `embedder`), "
+                         "or score with bm25")
+    return embedder
 
 
 def _top(pairs: Sequence[tuple[str, float]], k: int | None) -> list[tuple[str, float]]:
@@ -272,7 +280,7 @@ class _Selector:
         """Indices of the k texts most similar to the query (indicator), best first."""
         if len(texts) <= k:
             return list(range(len(texts)))
-        scores = await (self.embedder or default_embedder()).similarity(self.query, texts)
+        scores = await _need(self.embedder).similarity(self.query, texts)
         return sorted(range(len(texts)), key=lambda i: -scores[i])[:k]
 
     async def _ask(self, texts: Sequence[str]) -> list[int]:
