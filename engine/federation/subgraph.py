@@ -377,10 +377,10 @@ class _State:
         for (kg, subject, relation, obj, via), (_edge, hop) in self.edges.items():
             s, o = index[(kg, subject)], index[(kg, obj)]
             if merging:
-                key = (kg, s, relation, o, via, hop)
-                if key in seen_links:
+                seen = (kg, s, relation, o, via, hop)
+                if seen in seen_links:
                     continue
-                seen_links.add(key)
+                seen_links.add(seen)
             append(Link(kg, s, relation, o, relation_labels[kg][relation], via, hop))
         return merged
 
