@@ -130,6 +130,41 @@ async def test_odd_replies_do_not_crash(kg, cwq):
     assert result.paths and result.cost["llm_calls"] == llm.usage.calls
 
 
+async def test_with_an_llm_path_search_runs_off_the_event_loop_with_the_same_result(kg, cwq, monkeypatch):
+    """PoG.off_loop: G_q and chain_paths in a worker thread when an LLM waits (the loop stays free for other
+    questions' calls), inline LLM-free; the result is the same as running everything on the loop."""
+    import threading
+
+    from kgfed.engine.methods import pog as pog_module
+
+    where: list[int] = []
+    chain_paths = pog_module.chain_paths
+
+    def watched(*args, **kwargs):
+        where.append(threading.get_ident())
+        return chain_paths(*args, **kwargs)
+
+    monkeypatch.setattr(pog_module, "chain_paths", watched)
+    q = cwq[AFC]
+    loop_thread = threading.get_ident()
+    off = await PoG({"freebase": kg}, Odd(), max_depth=2).answer(q.text, q.topics)
+    assert where and loop_thread not in where
+    where.clear()
+
+    async def inline(self, work, *args, **kwargs):
+        return work(*args, **kwargs)
+
+    monkeypatch.setattr(PoG, "off_loop", inline)
+    on = await PoG({"freebase": kg}, Odd(), max_depth=2).answer(q.text, q.topics)
+    assert where and set(where) == {loop_thread}
+    assert (off.answer, off.answer_ids, off.path_texts()) == (on.answer, on.answer_ids, on.path_texts())
+    where.clear()
+    monkeypatch.undo()
+    monkeypatch.setattr(pog_module, "chain_paths", watched)
+    free = await PoG({"freebase": kg}, NoLLM()).answer(q.text, q.topics)  # LLM-free: nothing waits, inline
+    assert free.answer and set(where) == {loop_thread}
+
+
 def test_parse_supplement_reads_predictions_and_cots():
     reply = 'Predict 1: {Mike Tomlin}\nThinking Cot 1: "Game" - winner - team - coach - answer(Mike Tomlin)\nPredict 2: Bill Cowher'
     assert parse_supplement(reply) == [("Mike Tomlin", '"Game" - winner - team - coach - answer(Mike Tomlin)'), ("Bill Cowher", "Bill Cowher")]

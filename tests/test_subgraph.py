@@ -195,6 +195,30 @@ async def timed(topics: dict, kgs: dict[str, KG], **options) -> float:
     return time.perf_counter() - started
 
 
+async def test_offloaded_expansion_builds_the_same_merged_graph_in_a_worker_thread(monkeypatch):
+    """expand(offload=True) records edges and assembles the graph off the event loop; same graph, same order."""
+    import threading
+
+    from kgfed.engine.federation import subgraph
+
+    qs = questions()[:6]
+    topics = {"freebase": [q["topic_mid"] for q in qs], "wikidata": [q["topic_qid"] for q in qs]}
+    threads: list[int] = []
+    assemble = subgraph._State._assemble
+
+    def watched(self, *args):
+        threads.append(threading.get_ident())
+        return assemble(self, *args)
+
+    monkeypatch.setattr(subgraph._State, "_assemble", watched)
+    async with fed_kgs() as kgs:
+        inline = await expand(topics, kgs, hops=2, width=None, aligner=Aligner(kgs, methods=NO_SBERT))
+        offloaded = await expand(topics, kgs, hops=2, width=None, aligner=Aligner(kgs, methods=NO_SBERT), offload=True)
+    assert threads[0] == threading.get_ident() != threads[1]
+    assert any(n.aligned for n in inline.nodes) and len(inline.edges) > 100  # merging happened: links deduplicated
+    assert json.dumps(offloaded.to_json(), sort_keys=True) == json.dumps(inline.to_json(), sort_keys=True)
+
+
 async def test_the_kgs_are_queried_in_parallel():
     topics = {"freebase": ["m.06w2sn5", "m.0d060g"], "wikidata": ["Q34086", "Q16"]}
     kgs = slow_kgs()
