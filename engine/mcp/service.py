@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,6 +20,7 @@ from ...sparql.errors import InvalidIdentifier, KgfedError
 from ...sparql.guard import ServicePolicy, analyse
 from ...sparql.secrets import redact
 from ..config import AlignOptions, CacheOptions, HttpOptions, KGSpec
+from ..federation.paths import merged_paths
 from ..federation.topics import topics_from_ids
 from ..session import Session
 from .schemas import (MAX_IDS, AlignmentOut, Cost, EdgeOut, HitOut, LabelOut, LinkOut, NodeOut, PassageOut,
@@ -398,56 +399,12 @@ def _http_parts(endpoint: Any) -> list[tuple[str, Any]]:
     return out
 
 
-# -- paths in a merged subgraph --------------------------------------------------------------------
+# -- paths in a merged subgraph (the search is federation.paths) ----------------------------------------
 def connecting_paths(merged, entities: Sequence[str], aligner, max_depth: int, max_paths: int) -> tuple[list[PathOut], str | None]:
-    """Simple paths of length ≤ `max_depth` between every pair of `entities` (edges taken either way)."""
-    import itertools
-
-    import networkx as nx
-
-    index: dict[str, int] = {}
-    for entity in entities:
-        spot = next((i for name in aligner.kgs_of(entity) if (i := merged.index(name, entity)) is not None), None)
-        if spot is None:
-            raise KgfedError(f"{entity} is not in the merged subgraph: check the id with the labels tool")
-        index[entity] = spot
-    graph = nx.MultiGraph()
-    graph.add_nodes_from(range(len(merged.nodes)))
-    for k, link in enumerate(merged.edges):
-        graph.add_edge(link.subject, link.object, key=k)
-    found: list[PathOut] = []
-    more = False
-    for a, b in itertools.combinations(entities, 2):
-        if index[a] == index[b]:
-            continue
-        for edge_path in nx.all_simple_edge_paths(graph, index[a], index[b], cutoff=max_depth):
-            if len(found) >= max_paths:
-                more = True
-                break
-            found.append(_path(merged, a, b, index[a], edge_path))
-        if more:
-            break
-    found.sort(key=lambda p: (p.length, p.source, p.target, p.text))
-    note = f"more than {max_paths} paths: only the first {max_paths} found are listed (raise max_paths)" if more else None
-    return found, note
-
-
-def _path(merged, a: str, b: str, start: int, edge_path) -> PathOut:
-    steps, here = [], start
-    for _u, _v, k in edge_path:
-        link = merged.edges[k]
-        forward = link.subject == here
-        there = link.object if forward else link.subject
-        steps.append(StepOut(kg=link.kg, relation=link.relation, label=link.label,
-                             direction="forward" if forward else "backward",
-                             source=merged.nodes[here].ids, source_label=merged.nodes[here].label,
-                             target=merged.nodes[there].ids, target_label=merged.nodes[there].label))
-        here = there
-    parts = [steps[0].source_label or next(iter(steps[0].source.values()))]
-    for s in steps:
-        arrow = f"-[{s.kg}: {s.label}]->" if s.direction == "forward" else f"<-[{s.kg}: {s.label}]-"
-        parts.append(f"{arrow} {s.target_label or next(iter(s.target.values()))}")
-    return PathOut(source=a, target=b, length=len(steps), steps=steps, text=" ".join(parts))
+    """`federation.paths.merged_paths` as the `paths` tool's result models."""
+    found, note = merged_paths(merged, entities, aligner, max_depth, max_paths)
+    return [PathOut(source=p.source, target=p.target, length=p.length, text=p.text,
+                    steps=[StepOut(**asdict(step)) for step in p.steps]) for p in found], note
 
 
 async def relation_vocabulary(engine: Engine, name: str, top: int = 2000) -> list[dict[str, Any]]:
