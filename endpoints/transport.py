@@ -16,7 +16,7 @@ a handler may also raise the built-in `TimeoutError`/`ConnectionError`, which me
 
     def wdqs(request: Request) -> Response:
         return Response.of(200, "Please set a user-agent and respect our robot policy https://w.wiki/4wJS …")
-    async with HttpClient(transport=MockTransport(wdqs)) as client: ...
+    async with HttpClient.from_options(HttpOptions(), transport=MockTransport(wdqs)) as client: ...
 """
 from __future__ import annotations
 
