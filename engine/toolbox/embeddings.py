@@ -72,7 +72,8 @@ MEMO_LIMIT = 50_000  # vectors kept in process per Embedder (about 75 MB); the m
 BULK_AFTER = 256
 _models: dict[str, object] = {}
 _pools: dict[str, _Replicas] = {}
-EXTRA_HINT = ("pip install torch==2.13.0 (the CPU wheel) then pip install -c requirements.lock -e '.[embeddings]'")
+EXTRA_HINT = ("install kgfed[embeddings]: pip install torch==2.13.0 (the CPU wheel) then "
+              "pip install -c requirements.lock -e '.[embeddings]' in a checkout, or pip install 'kgfed[embeddings]'")
 # Called with True when a model load starts and False when it ends (the CLI's spinner); None: quiet.
 on_loading: Callable[[bool], None] | None = None
 loading = threading.Event()  # set while a model is being loaded
