@@ -115,7 +115,7 @@ def data_dir() -> Path:
     return Path(os.environ.get("KGFED_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
 
 
-def resolve_path(path_or_name: str | Path) -> Path:
+def resolve_path(path_or_name: str | os.PathLike[str]) -> Path:
     """An existing file, or the shared sample file of a dataset name (see BUILTIN_FILES)."""
     path = Path(path_or_name)
     if path.is_file():
@@ -428,7 +428,8 @@ def _parse_qald_tog(record: dict[str, Any]) -> Parsed:
 
 def _sparql_answers(documents: list[Any]) -> Parsed:
     """QALD's official answers (SPARQL-JSON): Wikidata IRIs become ids, literals and booleans names."""
-    names, ids = [], []
+    names: list[str] = []
+    ids: list[str] = []
     for document in documents or []:
         try:
             result = parse_sparql_json(document, source="QALD answers")
@@ -539,7 +540,7 @@ def detect_shape(record: Mapping[str, Any], dataset: str | None = None, strict: 
 
 
 # -- loading ---------------------------------------------------------------------------------------
-def load_dataset(path_or_name: str | Path, dataset: str | None = None) -> list[Question]:
+def load_dataset(path_or_name: str | os.PathLike[str], dataset: str | None = None) -> list[Question]:
     """All questions of a file (or a BUILTIN_FILES name), normalised; `dataset` overrides detection."""
     if is_rog(path_or_name):  # RoG/GCR subgraph parquet files: kgfed.engine.harness.rog
         from .rog import load_questions
@@ -557,7 +558,7 @@ def load_dataset(path_or_name: str | Path, dataset: str | None = None) -> list[Q
     return _unique_ids([build_question(shape, rec, i, name, str(path)) for i, rec in enumerate(records)])
 
 
-def is_rog(path_or_name: str | Path) -> bool:
+def is_rog(path_or_name: str | os.PathLike[str]) -> bool:
     """A RoG/GCR parquet file, or a directory holding them (rmanluo/RoG-cwq, RoG-webqsp)."""
     path = Path(path_or_name)
     return path.suffix == ".parquet" or (path.is_dir() and next(path.rglob("*.parquet"), None) is not None)

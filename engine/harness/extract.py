@@ -46,15 +46,19 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...sparql import terms
-from ...sparql.dialects import NS, WDT, WIKIBASE, Dialect
+from ...sparql.dialects import NS, WDT, WIKIBASE, Dialect, Direction
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from ...sparql.results import SelectResult, Term
 from ...sparql.secrets import redact
 from .files import DiskError, LineLog, atomic_write, disk_error, drop_partial_line
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 _IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
@@ -112,7 +116,7 @@ class Caps:
 TOPICS_KEYS = frozenset({"id", "topics"})
 
 
-def read_topics(path: str | os.PathLike, kg: str = "freebase") -> list[Topics]:
+def read_topics(path: str | os.PathLike[str], kg: str = "freebase") -> list[Topics]:
     """(question id, topic ids) of every question of a topics file or any question file kgfed reads.
 
     A question file's gold fields are dropped here, before the extractor sees anything.
@@ -126,7 +130,7 @@ def read_topics(path: str | os.PathLike, kg: str = "freebase") -> list[Topics]:
     return [Topics(q.id, tuple(sorted(q.topics.get(kg, {})))) for q in load_dataset(path)]
 
 
-def write_topics(questions: str | os.PathLike, out: str | os.PathLike) -> int:
+def write_topics(questions: str | os.PathLike[str], out: str | os.PathLike[str]) -> int:
     """Freeze a question file's ids and topic entities (with names) into `out` (JSONL); returns the count."""
     from .datasets import load_dataset
 
@@ -254,8 +258,8 @@ class Extractor:
             return step
         census = await self._census(nodes, report)
         has_edges = report.setdefault("_has_edges", {})
-        small: dict[str, list[tuple[str, str, int]]] = {"out": [], "in": []}
-        big: list[tuple[str, str, str, int]] = []
+        small: dict[Direction, list[tuple[str, str, int]]] = {"out": [], "in": []}
+        big: list[tuple[str, str, Direction, int]] = []
         for node, relation, direction, count in census:
             has_edges[node] = True
             if self.caps.excluded(relation) or (direction == "in" and relation in self.caps.type_relations):
@@ -264,7 +268,7 @@ class Extractor:
                 big.append((node, relation, direction, count))
             else:
                 small[direction].append((node, relation, count))
-        queries: list[tuple[str, str]] = []  # (direction, query)
+        queries: list[tuple[Direction, str]] = []  # (direction, query)
         for direction, items in small.items():
             for batch in _budget_batches(items, self.caps.row_budget, self.caps.batch_size):
                 queries.append((direction, self.dialect.neighbors([(n, r) for n, r, _ in batch], direction)))
@@ -304,23 +308,25 @@ class Extractor:
                 step.typed.add(far_id)
         return step
 
-    async def _census(self, nodes: Sequence[str], report: dict[str, Any]) -> list[tuple[str, str, str, int]]:
+    async def _census(self, nodes: Sequence[str], report: dict[str, Any]) -> list[tuple[str, str, Direction, int]]:
         """(node, relation, direction, far ends) for every relation of `nodes` the dialect can query."""
-        jobs = [(d, list(batch)) for d in ("out", "in") for batch in _chunks(nodes, self.caps.batch_size)]
-        results = await asyncio.gather(*(self._select_split(lambda b, d=d: self._census_query(b, d), batch, report)
+        directions: tuple[Direction, ...] = ("out", "in")
+        jobs = [(d, list(batch)) for d in directions for batch in _chunks(nodes, self.caps.batch_size)]
+        results = await asyncio.gather(*(self._select_split(partial(self._census_query, direction=d), batch, report)
                                          for d, batch in jobs))
-        found = []
+        found: list[tuple[str, str, Direction, int]] = []
         for (direction, _), rows in zip(jobs, results):
             for row in rows:
                 if not {"e", "r", "n"} <= row.keys():
                     continue
-                relation = self._short(row["r"])
-                if relation is None or not self.kg._queryable(relation):
+                node, relation = self._short(row["e"]), self._short(row["r"])
+                # ?e is bound by VALUES to the asked nodes: a row whose ?e is no node id is not theirs
+                if node is None or relation is None or not self.kg._queryable(relation):
                     continue
-                found.append((self._short(row["e"]), relation, direction, int(float(row["n"].value))))
+                found.append((node, relation, direction, int(float(row["n"].value))))
         return sorted(found)
 
-    def _census_query(self, nodes: Sequence[str], direction: str) -> str:
+    def _census_query(self, nodes: Sequence[str], direction: Direction) -> str:
         values = " ".join(self.dialect.entity(n) for n in nodes)
         edge = "?e ?r ?x ." if direction == "out" else "?x ?r ?e ."
         return (f"SELECT ?e ?r (COUNT(?x) AS ?n) WHERE {{\n  VALUES ?e {{ {values} }}\n  {edge}\n"
@@ -356,7 +362,7 @@ class Extractor:
     async def _labels(self, nodes: Sequence[str], out: Fetched) -> set[str]:
         """Names and aliases (and descriptions when asked) of every node; returns the named ones."""
         queries = [self.dialect.labels(batch) for batch in _chunks(nodes, self.caps.batch_size)]
-        named = set()
+        named: set[str] = set()
         for result in await asyncio.gather(*(self.kg.select(q) for q in queries)):
             for row in result.rows:
                 node = row.get("id")
@@ -364,7 +370,9 @@ class Extractor:
                     continue
                 if "label" in row:
                     self._add(out, node, self._label, row["label"])
-                    named.add(self._short(node))
+                    short = self._short(node)
+                    if short is not None:  # a nameless id is never a node (the callers test node ids)
+                        named.add(short)
                 if "alias" in row:
                     self._add(out, node, self._alias, row["alias"])
                 if "desc" in row and self.descriptions:
@@ -377,12 +385,12 @@ class Extractor:
         claims = [self.dialect.relation(r) for r in relations]
         queries = [f"SELECT ?prop ?d WHERE {{\n  VALUES ?d {{ {' '.join(batch)} }}\n  ?prop <{WIKIBASE}directClaim> ?d .\n}}"
                    for batch in _chunks(claims, self.caps.batch_size)]
-        props = set()
+        props: set[str] = set()
         for result in await asyncio.gather(*(self.kg.select(q) for q in queries)):
             for row in result.rows:
-                if {"prop", "d"} <= row.keys() and self._entity(row["prop"]):
+                if {"prop", "d"} <= row.keys() and (prop := self._entity(row["prop"])):
                     self._add(out, row["prop"], Term("uri", WIKIBASE + "directClaim"), row["d"])
-                    props.add(self._entity(row["prop"]))
+                    props.add(prop)
         await self._labels(sorted(props), out)
 
     # ---- helpers -------------------------------------------------------------------------------------
@@ -519,7 +527,8 @@ class Bar:
         self.total, self.enabled = total, enabled
         self.done = self.triples = self.queries = self.hits = 0
         self.started = self._last = time.perf_counter()
-        self._bar = None
+        self._bar: Progress | None = None
+        self._task: TaskID
 
     def __enter__(self) -> Bar:
         from rich.console import Console
