@@ -344,15 +344,17 @@ async def _run_ray(spec: RunSpec, questions: Sequence[Question], fmt: str, concu
         raise KgfedError("--ray needs Ray: pip install 'kgfed[distributed]' (or run with --workers N on one machine)") from None
     started = not ray.is_initialized()
     if started:
+        # num_cpus=None is ray.init's default: a cluster (address given) sets its own CPUs
         ray.init(address=address or None, include_dashboard=False, log_to_driver=False,
-                 **({} if address else {"num_cpus": max(workers, 1)}))
+                 num_cpus=None if address else max(workers, 1))
     actors = [ray.remote(ChunkWorker).options(num_cpus=1).remote(spec, fmt, concurrency) for _ in range(workers)]
     try:
         slots = [lambda part, actor=actor: actor.run.remote(part) for actor in actors]
         await _drive(slots, questions, max(1, concurrency), on_done)
     finally:
         for actor in actors:
-            ray.kill(actor)
+            # ray types .remote() as ActorHandle | type[T] (so that methods type-check); it is an ActorHandle
+            ray.kill(actor)  # type: ignore[arg-type]
         if started:
             ray.shutdown()
 
@@ -370,8 +372,8 @@ async def check_topics(kgs: Mapping[str, Any], questions: Sequence[Question], de
     demo = set(demo)
     given: dict[str, list[str]] = {}
     for question in questions[:TOPIC_CHECK]:
-        for kg, ids in question.topics.items():
-            given.setdefault(kg, []).extend(i for i in ids if i not in given.get(kg, []))
+        for kg, kg_topics in question.topics.items():
+            given.setdefault(kg, []).extend(i for i in kg_topics if i not in given.get(kg, []))
     usable = {kg.dialect.name for kg in kgs.values()} | set(kgs)
     if given and not set(given) & usable:  # topics only for KGs the run does not have: all would be linked anew
         other = sorted(given)[0]
