@@ -119,13 +119,13 @@ def main() -> None:
     print("| method | set | n | q/s cold | q/s warm | queries/q | Hits@1 | warm = cold |")
     print("|---|---|---|---|---|---|---|---|")
     for (method, dataset), f in figures.items():
-        row = {"method": method, "set": dataset, "limit": args.limit, "rounds": args.rounds,
+        row = {"method": method, "set": dataset, "limit": args.limit, "sample": args.sample, "rounds": args.rounds,
                "qps_cold": round(statistics.median(f["cold"]), 2), "qps_warm": round(statistics.median(f["warm"]), 1),
                "queries_per_question": round(statistics.median(f["queries"]), 1),
                "hits@1": round(statistics.median(f["hits"]), 3), "warm_equals_cold": all(f["same"]),
                "runs": {"cold": f["cold"], "warm": f["warm"], "wall": f["wall"]}}
         rows.append(row)
-        print(f"| {method} | {dataset} | {args.limit or 'all'} | {row['qps_cold']} | {row['qps_warm']} | "
+        print(f"| {method} | {dataset} | {args.sample or args.limit or 'all'} | {row['qps_cold']} | {row['qps_warm']} | "
               f"{row['queries_per_question']} | {row['hits@1']} | {'yes' if row['warm_equals_cold'] else 'no'} |")
     for row in rows:  # cold whole-process wall time against ToG's on the same set in the same round
         tog = figures.get(("tog", row["set"]))
