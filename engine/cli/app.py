@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...sparql.errors import KgfedError
 from ...sparql.secrets import redact
@@ -25,6 +25,9 @@ from .options import (  # noqa: F401 - the shared options' names, importable fro
     FRACTIONS, PORTS, ZERO_ALLOWED, add_cache_options, add_source_options, cache_options, check_numbers, check_writable,
     fraction, http_options, nonnegative_int, open_client, open_kg, port, positive_float, positive_int,
 )
+
+if TYPE_CHECKING:
+    from rich.status import Status
 
 # Modules that add sub-commands: each has `register(subparsers, common)`; imported lazily per run.
 COMMAND_MODULES: list[str] = [".context", ".federation", ".evaluate", ".freebase", ".ask", ".run", ".mcp", ".extract", ".endpoints"]
@@ -260,7 +263,7 @@ class Spinner:
 
     def __init__(self, text: str | None = None):
         self.text = text
-        self._status = None
+        self._status: Status | None = None
 
     def _show(self, text: str | None) -> None:
         if text is None:

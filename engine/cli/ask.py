@@ -120,10 +120,10 @@ async def cmd_ask(args: argparse.Namespace) -> int:
     elif not sys.stdout.isatty():  # a pipe or file: tab-separated, one row per reasoning path, nothing cut
         from .app import emit
 
-        ids = " ".join(result.answer_ids)
-        rows = [{"answer": result.answer, "answer_ids": ids, "path": text} for text in result.path_texts()]
+        joined = " ".join(result.answer_ids)
+        rows = [{"answer": result.answer, "answer_ids": joined, "path": text} for text in result.path_texts()]
         args.warned = True  # an answer without paths is still an answer
-        emit(args, rows or [{"answer": result.answer, "answer_ids": ids, "path": ""}], ["answer", "answer_ids", "path"])
+        emit(args, rows or [{"answer": result.answer, "answer_ids": joined, "path": ""}], ["answer", "answer_ids", "path"])
     else:
         _print_result(result)
     return 0

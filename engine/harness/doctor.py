@@ -80,10 +80,10 @@ async def diagnose(args: argparse.Namespace, http: HttpOptions | None = None) ->
         return _finish(report, None)
     async with opened as base:
         endpoint = base.endpoint.inner
-        http = endpoint if isinstance(endpoint, HttpEndpoint) else None
-        if http is None and not args.dialect:  # a file's dialect as kgfed guessed it
+        served = endpoint if isinstance(endpoint, HttpEndpoint) else None  # None: an embedded store
+        if served is None and not args.dialect:  # a file's dialect as kgfed guessed it
             wanted = base.dialect.name
-        if not await _reachable(report, endpoint, http):
+        if not await _reachable(report, endpoint, served):
             return _finish(report, None)
         dialect = await _dialect(report, endpoint, wanted)
         if dialect is None:
@@ -92,9 +92,9 @@ async def diagnose(args: argparse.Namespace, http: HttpOptions | None = None) ->
         await _probes(report, kg, args.probe or kg.dialect.probe_ids)
         if not getattr(args, "no_size", False):
             await _size(report, endpoint)
-        if http is not None:
-            await _row_cap(report, http)
-            await _partial(report, http)
+        if served is not None:
+            await _row_cap(report, served)
+            await _partial(report, served)
         else:
             report.add("row cap", "ok", "none (embedded store)")
             report.add("partial answers", "ok", "never partial (embedded store, answered in full)")

@@ -258,13 +258,14 @@ def _match_questions(predictions: Sequence[Prediction], questions: Sequence[Ques
     by_text: dict[str, Question] = {}
     for question in questions:
         by_text.setdefault(question.text, question)
-    pairs, unmatched = [], []
+    pairs: list[tuple[Prediction, Question]] = []
+    unmatched: list[Prediction] = []
     for prediction in predictions:
-        question = by_id.get(prediction.id or "") or by_text.get(prediction.question)
-        if question is None:
+        match = by_id.get(prediction.id or "") or by_text.get(prediction.question)
+        if match is None:
             unmatched.append(prediction)
         else:
-            pairs.append((prediction, question))
+            pairs.append((prediction, match))
     if unmatched:
         raise DatasetError(f"{len(unmatched)} prediction(s) match no question (first: {unmatched[0].question[:60]!r}): "
                            "evaluate against the question file the run used")

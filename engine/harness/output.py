@@ -18,15 +18,18 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...sparql.errors import KgfedError
 from .datasets import Question, gold_answers, has_gold, read_records
 from .evaluate import Prediction, evaluate, prediction_from_record, prediction_record, tog_match, write_predictions
 from .files import drop_partial_line as _drop_partial_line  # shared with `extract`
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress, TaskID
 
 __all__ = ["Answered", "Output", "Tally", "Progress", "costs_path_for", "summarize", "disk_full", "interrupted_note",
            "MAX_FAILURES_BEFORE_SUCCESS"]
@@ -63,7 +66,7 @@ class Output:
             if not target.parent.is_dir():
                 raise KgfedError(f"cannot write {target}: directory {target.parent} does not exist")
         self._order = {q.id: i for i, q in enumerate(questions)}
-        self._by_text = {}
+        self._by_text: dict[str, str] = {}
         for q in questions:
             self._by_text.setdefault(q.text, q.id)
         self.predictions: dict[str, Prediction] = {}
@@ -182,10 +185,11 @@ class Progress:
     def __init__(self, tally: Tally, enabled: bool = True):
         self.tally = tally
         self.enabled = enabled
-        self._bar = None
+        self._bar: RichProgress | None = None
+        self._task: TaskID
         self._last = 0.0
         self._loading = False
-        self._hook = None
+        self._hook: Callable[[bool], None] | None = None
 
     def loading(self, started: bool) -> None:
         """`embeddings.on_loading` while the bar is shown: the bar says the model is loading."""
