@@ -176,9 +176,9 @@ async def expand(
         raise KgfedError(f"invalid width {width!r}: expected a whole number ≥ 1 (relations per entity), or None for all")
     aligner = aligner or Aligner(kgs)
     state = _State(kgs)
-    for name, known in (labels or {}).items():
+    for name, given in (labels or {}).items():
         if name in state.labels:
-            state.labels[name].update((entity, label) for entity, label in known.items() if label)
+            state.labels[name].update((entity, label) for entity, label in given.items() if label)
     total = hops + 2
     report = progress or (lambda *_: None)
     report("aligning topics", 0, total)

@@ -208,8 +208,7 @@ class HydraRAG(PoG):
         found: list[ClusteredPath] = []
         if "wikipedia" in sources and self.text is not None:
             wiki_kg = next((kg for name, kg in self.kgs.items() if name in graph.merged.kgs and kg.dialect.supports("sitelinks")), None)
-            ids = [graph.merged.nodes[t].ids.get(name) for t in order for name in self.kgs
-                   if graph.merged.nodes[t].ids.get(name)]
+            ids = [ident for t in order for name in self.kgs if (ident := graph.merged.nodes[t].ids.get(name))]
             passages = await retrieve_context(query, ids, text_source=self.text, kg=wiki_kg, top_k=width, embedder=self.embedder)
             for edge in passage_edges(passages, rho=self.params.rho["wikipedia"]):
                 anchor = next((t for t in order if edge.entity in graph.merged.nodes[t].ids.values()), order[0])

@@ -212,16 +212,17 @@ class PoG(Method):
         if not paths:
             return []
         if score is not None and len(paths) > self.params.w1:
-            paths = sorted(paths, key=lambda p: -score(p))[: self.params.w1]
+            cheap = score
+            paths = sorted(paths, key=lambda p: -cheap(p))[: self.params.w1]
         texts = [self.sbert_text(graph, p) for p in paths]
         scored = await score_paths(query, texts, PruneSettings(method="sbert", embedder=self.embedder, width=None))
         by_text: dict[str, list[int]] = defaultdict(list)
         for i, t in enumerate(texts):
             by_text[t].append(i)
         out = []
-        for text, score in scored:
+        for text, similarity in scored:
             for i in by_text.pop(text, []):
-                out.append((paths[i], score))
+                out.append((paths[i], similarity))
         return out
 
     @staticmethod

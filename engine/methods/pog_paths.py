@@ -134,9 +134,10 @@ class Graph:
         chain: list[tuple[int, int, bool]] = []
         node = end
         for k in range(path.length - 1, -1, -1):
-            parent, link = path.parents[k].get(node, (None, None))
-            if parent is None:
+            reached = path.parents[k].get(node)
+            if reached is None:
                 return []
+            parent, link = reached
             chain.append((link, parent, path.steps[k].forward))
             node = parent
         edges = []
