@@ -108,7 +108,7 @@ class Hypergraph:
 
     def id_in(self, node: int, kg: str | None = None) -> str:
         ids = self.nodes[node].ids
-        return ids.get(kg) if kg in ids else next(iter(ids.values()))
+        return ids[kg] if kg in ids else next(iter(ids.values()))
 
     # -- hyperedges --------------------------------------------------------------------------------
     def add_edge(self, edge: Hyperedge) -> int:

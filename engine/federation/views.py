@@ -304,8 +304,8 @@ def display_graph(merged: MergedGraph) -> MergedGraph:
             a, b = (where[key[0]], bundle_at[key]) if key[2] else (bundle_at[key], where[key[0]])
         else:
             a, b = where[a], where[b]
-        kgs = list(dict.fromkeys(e.kg for e in group))  # one arrow; `kg` "a+b" when several KGs state it
-        shown.edges.append(Link("+".join(kgs), a, " ; ".join(dict.fromkeys(f"{e.kg}:{e.relation}" for e in group)), b,
+        stating = list(dict.fromkeys(e.kg for e in group))  # one arrow; `kg` "a+b" when several KGs state it
+        shown.edges.append(Link("+".join(stating), a, " ; ".join(dict.fromkeys(f"{e.kg}:{e.relation}" for e in group)), b,
                                 "\n".join(dict.fromkeys(e.label for e in group)), tuple(v for e in group for v in e.via),
                                 min(e.hop for e in group)))
     return shown

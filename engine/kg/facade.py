@@ -25,9 +25,9 @@ import logging
 import os
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import replace
-from typing import cast
+from typing import Any, TypeVar, cast
 
 from ...cache.options import CacheOptions
 from ...cache.responses import CachedEndpoint, ResponseCache, compact
@@ -42,12 +42,13 @@ from ...sparql.errors import (
     UnknownEndpoint, UserAgentRejected,
 )
 from ...sparql.results import SelectResult, Term
-from .batching import AdaptiveBatches, Job, Piece
+from .batching import AdaptiveBatches, Piece
 from .model import Answer, AnswerMap, Edge, Hit, Label, Relation, Statement, mark
 
 log = logging.getLogger("kgfed.kg")
 
 Triple = tuple[str, str, str]  # (entity, relation, direction)
+K = TypeVar("K", bound=Hashable)  # a batched job's key (a direction, a template kind): its pieces carry it back
 # The variables the row loops read, in the order of their positions (`KG._read`).
 _RELATION_VARS = ("e", "r", "r2", "rlabel")
 _EDGE_VARS = ("e", "r", "r2", "x", "xlabel", "via")
@@ -302,7 +303,8 @@ class KG:
         queries = list(queries)
         return (await self._routed(lambda cached, _: cached.select_all(queries)))[0]
 
-    async def _batched(self, jobs: Sequence[Job], render, *, cap: int | None = None) -> tuple[list[Piece], str]:
+    async def _batched(self, jobs: Sequence[tuple[K, Sequence[Any]]], render, *,
+                       cap: int | None = None) -> tuple[list[tuple[K, Sequence[Any], SelectResult]], str]:
         """Each job's items asked in blocks of the endpoint's working batch size, blocks that time out split
         and asked again (`batching.AdaptiveBatches`): the answers as (key, items, result) in job and item
         order, and the name of the endpoint that gave them."""
@@ -310,7 +312,7 @@ class KG:
         return await self._routed(lambda cached, batches: batches.run(cached, jobs, render, cap=cap))
 
     @staticmethod
-    def _results(batched: tuple[list[Piece], str]) -> tuple[list[SelectResult], str]:
+    def _results(batched: tuple[Sequence[Piece], str]) -> tuple[list[SelectResult], str]:
         pieces, source = batched
         return [result for _, _, result in pieces], source
 

@@ -49,7 +49,7 @@ def _cost(counter: Mapping[str, float], seconds: float | None = None) -> Cost:
     data = {k: v for k, v in counter.items() if k in Cost.model_fields}
     if seconds is not None:
         data["seconds"] = round(seconds, 4)
-    return Cost(**data)
+    return Cost.model_validate(data)  # Cost(**data): the counter's numbers checked against the fields
 
 
 def _partial(answers: Sequence[Any]) -> dict[str, Any]:

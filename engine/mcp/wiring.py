@@ -332,7 +332,7 @@ async def _serve_http(server: MCPServer, port: int) -> None:
     await Server(config).serve()
 
 
-SHUTDOWN_GRACE = 2.0
+SHUTDOWN_GRACE = 2  # whole seconds: uvicorn's timeout_graceful_shutdown (and its CLI option) is an int
 
 
 async def serve(options: ServerOptions) -> int:

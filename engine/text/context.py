@@ -17,10 +17,10 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard, get_args
 
 from ...endpoints.client import HttpClient
-from ...endpoints.wikipedia import JsonCache, JsonlSource, Page, TextSource, WikipediaSource
+from ...endpoints.wikipedia import JsonCache, JsonlSource, Mode, Page, TextSource, WikipediaSource
 from ...sparql.dialects import WIKIDATA, get_dialect
 from ...sparql.errors import KgfedError
 from ..data import DEMO_EXTRACTS
@@ -91,6 +91,11 @@ class TextEdge:
 
 
 # -- text sources ----------------------------------------------------------------------------------
+def _wikipedia_mode(mode: str) -> TypeGuard[Mode]:
+    """Whether `WikipediaSource` reads pages in `mode` (extracts, intro, summary)."""
+    return mode in get_args(Mode)
+
+
 def open_text_source(
     spec: str = "wikipedia",
     *,
@@ -117,6 +122,8 @@ def open_text_source(
         if cache and store is None:
             store = open_store(cache_dir, "text", size_limit=TEXT_STORE_LIMIT)
         pages = JsonCache(store=store) if cache and store is not None else None
+        if not _wikipedia_mode(mode):  # WikipediaSource's own first check, its words: the mode is a Mode below
+            raise KgfedError(f"unknown Wikipedia mode {mode!r}: use extracts, intro or summary")
         return WikipediaSource(client, mode=mode, maxlag=maxlag, cache=pages, offline=offline, charge=charge)
     if spec == "demo":
         if not DEMO_EXTRACTS.exists():

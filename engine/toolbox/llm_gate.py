@@ -141,14 +141,16 @@ class LLMGate:
             return
         if time.monotonic() - self._last_busy >= self.recover:
             self._last_busy = time.monotonic()
-            self._places.resize(size + 1 if self.concurrency is None or size < self.concurrency else self.concurrency)
-            self.stats["cap"] = self._places.size
+            grown = size + 1 if self.concurrency is None or size < self.concurrency else self.concurrency
+            self._places.resize(grown)
+            self.stats["cap"] = grown
 
     def pause(self, seconds: float) -> None:
         """Hold every call of this LLM for `seconds` (counted from now; a longer pause already set wins)."""
         until = time.monotonic() + max(0.0, seconds)
         if until > self._paused_until:
-            self.stats["paused"] += until - max(self._paused_until, time.monotonic())
+            # seconds, a float: a Counter adds any numbers, typeshed types its values int
+            self.stats["paused"] += until - max(self._paused_until, time.monotonic())  # type: ignore[assignment]
             self._paused_until = until
 
     async def _wait_pause(self) -> None:
