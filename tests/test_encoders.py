@@ -22,7 +22,7 @@ TEXTS = ["where was he born", "people.person.place_of_birth", "Barack Obama",
 
 def test_backend_comes_from_the_environment(monkeypatch):
     monkeypatch.delenv(encoders.BACKEND_ENV, raising=False)
-    assert encoders.backend() == encoders.DEFAULT_BACKEND == "torch"
+    assert encoders.backend() == encoders.DEFAULT_BACKEND == "onnx"
     for name in ("onnx", "onnx-int8", " ONNX "):
         monkeypatch.setenv(encoders.BACKEND_ENV, name)
         assert encoders.backend() == name.strip().lower()
@@ -129,7 +129,7 @@ def test_embedder_on_onnx_stores_apart_and_shares_batches_over_replicas(encoder_
     monkeypatch.setenv(embeddings.ENCODERS_ENV, "2")
     texts = [f"{t} {i}" for i in range(4) for t in TEXTS] * 2
     vectors = embeddings.encode_texts(None, texts, batch_size=4)
-    pool = embeddings._pools[str(embeddings.model_dir().resolve()) + "#onnx"]
+    pool = embeddings._pools[str(embeddings.model_dir().resolve())]  # onnx is the default backend
     assert pool.count == 2 and isinstance(pool.model, encoders.OnnxEncoder)
     single = embeddings.load_model().encode(texts, batch_size=4, normalize_embeddings=True)
     assert np.array_equal(vectors, single)

@@ -246,7 +246,7 @@ def encode_texts(path: str | os.PathLike | None, texts: Sequence[str], batch_siz
         finally:
             pool.give(model)
 
-    helpers = []
+    helpers: list[threading.Thread] = []
     while len(helpers) + 1 < len(batches) and (extra := pool.take(wait=False)) is not None:
         helper = threading.Thread(target=work, args=(extra,), name="kgfed-embeddings-batch", daemon=True)
         helper.start()
@@ -281,10 +281,10 @@ def _model_key(path: str | os.PathLike | None) -> str:
 
 
 def _backend_key(path: str | os.PathLike | None) -> str:
-    """What a model is kept under on the chosen backend ($KGFED_EMBEDDINGS_BACKEND): torch's under its
-    directory, another backend's under `directory#backend`."""
+    """What a model is kept under on the chosen backend ($KGFED_EMBEDDINGS_BACKEND): the default backend's
+    under its directory, another backend's under `directory#backend`."""
     key, which = _model_key(path), backends.backend()
-    return key if which == "torch" else f"{key}#{which}"
+    return key if which == backends.DEFAULT_BACKEND else f"{key}#{which}"
 
 
 def load_model(path: str | os.PathLike | None = None):
