@@ -321,10 +321,10 @@ class HydraRAG(PoG):
         graph, topic_nodes = await self.detect(topics)
         available = self.available(topics)
         if not self.llm_ready:
-            return await self._answer_free(question, graph, topic_nodes, available)
-        return await self._answer_llm(question, graph, topic_nodes, available)
+            return await self._answer_free_sources(question, graph, topic_nodes, available)
+        return await self._answer_llm_sources(question, graph, topic_nodes, available)
 
-    async def _answer_free(self, question: str, graph: Graph, topic_nodes: list[int], available: list[str]) -> Result:
+    async def _answer_free_sources(self, question: str, graph: Graph, topic_nodes: list[int], available: list[str]) -> Result:
         """LLM-free HydraRAG: every source, paths to D_max, cross-score pruning, embedding answer choice.
 
         Candidates named in the kept text evidence gain its cross-score (cross-source corroboration)."""
@@ -344,7 +344,7 @@ class HydraRAG(PoG):
                            scores=[_score_json(s) for _, s in kept], graph_nodes=len(graph.merged.nodes),
                            graph_edges=len(graph.merged.edges), candidates=len(paths))
 
-    async def _answer_llm(self, question: str, graph: Graph, topic_nodes: list[int], available: list[str]) -> Result:
+    async def _answer_llm_sources(self, question: str, graph: Graph, topic_nodes: list[int], available: list[str]) -> Result:
         analysis = await self.analyse(question, graph, topic_nodes)
         indicator = analysis.indicator or question
         order = self.reorder(graph, topic_nodes, indicator)
