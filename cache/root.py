@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..sparql.errors import KgfedError
+from ..sparql.errors import Closed, KgfedError
 from ..sparql.secrets import redact, remember, strip_credentials
 
 ENV = "KGFED_CACHE_DIR"
@@ -46,6 +46,10 @@ CACHE_FIX = "free space or fix its permissions, give another --cache-dir, or run
 
 class CacheError(KgfedError):
     """A cache store cannot be opened, read or written (full disk, read-only directory, damaged database)."""
+
+
+class StoreClosed(CacheError, Closed):
+    """A store used after its owner closed it (a run shutting down while a worker thread still writes)."""
 
 
 def cache_fix(reason: str) -> str:
@@ -271,10 +275,10 @@ class _Closed:
         return None
 
     def __len__(self) -> int:
-        raise CacheError(f"the cache at {self.location} is closed: open it again")
+        raise StoreClosed(f"the cache at {self.location} is closed: open it again")
 
     def __getattr__(self, name: str) -> Any:
-        raise CacheError(f"the cache at {self.location} is closed: open it again")
+        raise StoreClosed(f"the cache at {self.location} is closed: open it again")
 
 
 class RedisStore:

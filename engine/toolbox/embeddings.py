@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from ...cache.root import CacheError, Store
+from ...cache.root import CacheError, Store, StoreClosed
 from ...sparql.errors import KgfedError
 from . import encoders as backends
 
@@ -458,6 +458,8 @@ class Embedder:
                 for i, value in enumerate(stored):
                     if value != vectors[i].tobytes():  # another writer's vector came first: use it
                         vectors[i] = np.frombuffer(value, dtype=np.float32)
+            except StoreClosed:  # its owner closed it (a run shutting down, this thread still encoding)
+                pass  # the vectors are right, only not kept: nothing to warn about
             except CacheError as exc:  # a full disk: the vectors are right, only not stored
                 self._store_failed(exc)
         pairs = dict(zip(texts, vectors))
@@ -479,6 +481,8 @@ class Embedder:
             try:
                 stored = cache.get_many(self.model_id, [text for text in unique if text not in found])
                 found.update((text, np.frombuffer(raw, dtype=np.float32)) for text, raw in stored.items())
+            except StoreClosed:  # its owner closed it (a run shutting down): a miss, nothing to warn about
+                pass
             except CacheError as exc:  # a store that fails is a miss (encoded again), said once
                 self._store_failed(exc)
             self._remember((t, found[t]) for t in unique if t not in memo and t in found)

@@ -28,10 +28,12 @@ whose `run` is thread-safe).
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,6 +53,42 @@ ONNX_HINT = "pip install -c requirements.lock -e '.[embeddings]' (onnxruntime, o
 OPSET = 17
 # How many exports ran in this process (the tests check that a second load reuses the file).
 exports = 0
+
+
+class _InFlight:
+    """ONNX Runtime calls in flight, so the interpreter's exit waits for them.
+
+    Encodings run in daemon threads (a Ctrl-C must not wait for them, see `embeddings._in_daemon_thread`).
+    An ONNX Runtime call still running while the interpreter tears its modules down aborts the process
+    (C++ `terminate`, exit -6, instead of a Ctrl-C's 130). At exit, new calls are refused and the ones
+    running are waited for (one batch: milliseconds; at most `EXIT_WAIT` seconds)."""
+
+    EXIT_WAIT = 10.0
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.exiting = False
+        self.changed = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self.changed:
+            if self.exiting:
+                raise KgfedError("the process is exiting: no more sentence encoding")
+            self.count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self.changed:
+            self.count -= 1
+            self.changed.notify_all()
+
+    def drain(self) -> None:
+        with self.changed:
+            self.exiting = True
+            self.changed.wait_for(lambda: self.count == 0, timeout=self.EXIT_WAIT)
+
+
+_in_flight = _InFlight()
+atexit.register(_in_flight.drain)
 
 
 def backend() -> str:
@@ -239,7 +277,8 @@ class OnnxEncoder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = _threads()
         options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+        with _in_flight:
+            self.session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.tokenizer = tokenizer
 
@@ -281,6 +320,7 @@ class OnnxEncoder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
-        hidden = self.session.run(None, feeds)[0]
+        with _in_flight:
+            hidden = self.session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         return (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
