@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 
 from ...sparql.errors import KgfedError
@@ -37,8 +36,7 @@ async def cmd_context(args: argparse.Namespace) -> int:
 
     if args.top_k < 1:
         raise KgfedError("--top-k must be at least 1")
-    if importlib.util.find_spec("pysbd") is None:  # the text extra first: the CLI names it in one line
-        raise ModuleNotFoundError("No module named 'pysbd'", name="pysbd")
+    import pysbd  # noqa: F401 - the text extra, asked for before the embedder: the CLI names a missing one
     spec = args.text_source or default_text_source(args.endpoint)
     chunks = ChunkSpec(args.max_sentences, args.max_words, args.overlap)
     # one session: the Wikipedia source and the KG (when ids need one) share its HttpClient, so --contact,
