@@ -61,7 +61,9 @@ class _InFlight:
     Encodings run in daemon threads (a Ctrl-C must not wait for them, see `embeddings._in_daemon_thread`).
     An ONNX Runtime call still running while the interpreter tears its modules down aborts the process
     (C++ `terminate`, exit -6, instead of a Ctrl-C's 130). At exit, new calls are refused and the ones
-    running are waited for (one batch: milliseconds; at most `EXIT_WAIT` seconds)."""
+    running are waited for (one batch: milliseconds; at most `EXIT_WAIT` seconds). The CLI's
+    `embeddings.settle()` (joining the encoding threads it knows) was measured not to be enough for ONNX
+    Runtime: interrupted runs still aborted, so the guard sits at the runtime's own calls."""
 
     EXIT_WAIT = 10.0
 
