@@ -2,6 +2,7 @@
 
     python -m bench.encoders throughput [--texts-from CACHE/embeddings] [--rounds 3]
     python -m bench.encoders methods --methods tog,pog,hydra --sets cwq40 --backends torch,onnx,onnx-int8
+    python -m bench.encoders passes                  # a forward pass's cost by shape (ONNX fp32, one thread)
     python -m bench.encoders methods --methods tog,tog2,pog,hydra,inses,proh --sets cwq100,fed-both \\
         --backends torch,onnx --json out.json        # the predictions compared question by question
 
@@ -11,6 +12,11 @@ in rotating order, round after round: texts/s (median), each backend's cosine to
 (min and mean), and, in a fresh process each, the time from `python` to the first vector (the
 import and load a cold `kgfed run` pays). `--texts-from` takes the texts of an embedding store
 (a cold run's `CACHE/embeddings`: the texts a method really encodes), else the CWQ questions.
+
+`passes`: ONNX Runtime fp32 on one thread, forward passes of b texts of L tokens each: milliseconds a
+pass and microseconds a token. What `encoders.PASS_COST_TOKENS` (a pass's own cost, in tokens) is read
+from, and how close a pass comes to the core's peak (one AVX2 core: 2 FMA units x 8 floats x 2 flops a
+cycle; all-MiniLM-L6-v2 computes about 21 MFLOP a token).
 
 `methods`: one `kgfed run … --llm none` per (set, method, backend) in its own process over a fresh
 cache directory (cold: every query sent to the embedded store, every text encoded), the cells in
@@ -159,6 +165,44 @@ def methods(args: argparse.Namespace) -> dict:
     return report
 
 
+def passes(args: argparse.Namespace) -> dict:
+    """Milliseconds per forward pass of `b` texts x `L` tokens (fp32 ONNX, one thread), medians of rounds."""
+    import numpy as np
+
+    from kgfed.engine.toolbox import embeddings, encoders
+
+    model = encoders.load(embeddings.model_dir(), "onnx")
+    rows = []
+    for length in (8, 16, 32, 64):
+        for size in (1, 2, 4, 8, 16, 32):
+            ids = np.full((size, length), 2000, dtype=np.int64)
+            ids[:, 0], ids[:, -1] = 101, 102
+            feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+            if "token_type_ids" in model.inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            model.session.run(None, feeds)
+            reps = max(3, 600 // (size * length))
+            times = []
+            for _ in range(args.rounds):
+                started = time.perf_counter()
+                for _ in range(reps):
+                    model.session.run(None, feeds)
+                times.append((time.perf_counter() - started) / reps)
+            ms = statistics.median(times) * 1e3
+            rows.append({"L": length, "b": size, "ms": round(ms, 2), "us_per_token": round(ms * 1e3 / (size * length))})
+    print("| tokens a text | " + " | ".join(f"{b} a pass" for b in (1, 2, 4, 8, 16, 32)) + " |")
+    print("|---|" + "---|" * 6)
+    for length in (8, 16, 32, 64):
+        cells = [f"{r['ms']} ms ({r['us_per_token']} µs/token)" for r in rows if r["L"] == length]
+        print(f"| {length} | " + " | ".join(cells) + " |")
+    big = min(r["us_per_token"] for r in rows)
+    small = [r for r in rows if r["b"] == 1]
+    overhead = statistics.median(r["ms"] * 1e3 / big - r["L"] for r in small)
+    print(f"largest passes: {big} µs a token ({21.2e-3 / (big * 1e-6):.0f} GFLOP/s); a one-text pass costs about "
+          f"{overhead:.0f} tokens more than its own (encoders.PASS_COST_TOKENS = {encoders.PASS_COST_TOKENS})")
+    return {"passes": rows, "best_us_per_token": big, "pass_overhead_tokens": overhead}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -167,16 +211,18 @@ def main() -> None:
     one.add_argument("--limit", type=int, default=600, help="at most N texts (0 = all; default 600)")
     one.add_argument("--rounds", type=int, default=3)
     one.add_argument("--backends", default=",".join(BACKENDS))
+    three = sub.add_parser("passes", help="a forward pass's cost by shape (ONNX fp32, one thread)")
+    three.add_argument("--rounds", type=int, default=3)
     two = sub.add_parser("methods", help="cold whole-process runs per backend, and the answers that differ")
     two.add_argument("--methods", default="tog,pog,hydra")
     two.add_argument("--sets", default="cwq40", help="cwqN (the last N CWQ questions) or a methods_speed set")
     two.add_argument("--backends", default=",".join(BACKENDS))
     two.add_argument("--rounds", type=int, default=1)
-    for p in (one, two):
+    for p in (one, two, three):
         p.add_argument("--json", dest="json_out", help="also write the figures to this file")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    result = throughput(args) if args.what == "throughput" else methods(args)
+    result = {"throughput": throughput, "methods": methods, "passes": passes}[args.what](args)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=1, default=str))
 

@@ -213,18 +213,22 @@ def _replicas(path: str | os.PathLike | None):
 def encode_texts(path: str | os.PathLike | None, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
     """(n, dim) float32 unit vectors of `texts` (in order), encoded by `path`'s model (default: the bundled one).
 
-    The batches are the ones `SentenceTransformer.encode` would form (longest texts first, `batch_size`
-    each), so every vector is bit for bit what one `encode` call gives; they are shared out among the
-    free replicas, the calling thread working on one and a daemon thread on each other."""
+    The batches are the ones the encoder's own `encode` would form (on torch `SentenceTransformer.encode`'s:
+    longest first by characters, `batch_size` each; on ONNX its `batches`: by tokens, cut to pad least), so
+    every vector is bit for bit what one `encode` call gives; they are shared out among the free replicas, the calling thread working
+    on one and a daemon thread on each other."""
     import numpy as np
 
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
     pool = _replicas(path)
     first = pool.take()
-    length = getattr(first, "_input_length", len)
-    order = np.argsort([-length(t) for t in texts])
-    batches = [order[start:start + batch_size] for start in range(0, len(texts), batch_size)]
+    plan = getattr(first, "batches", None)
+    if plan is not None:
+        batches = [np.asarray(rows) for rows in plan(texts, batch_size)]
+    else:  # SentenceTransformer.encode's: longest first by characters, `batch_size` each
+        order = np.argsort([-len(t) for t in texts])
+        batches = [order[start:start + batch_size] for start in range(0, len(texts), batch_size)]
     vectors: list = [None] * len(batches)
     pending = iter(range(len(batches)))
     next_lock = threading.Lock()

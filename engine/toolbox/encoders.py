@@ -11,7 +11,10 @@
   for bit: the float sums run in another order).
 - `onnx-int8`: the ONNX model with its weights dynamically quantised to int8 (per channel): about
   1.6-1.9x the texts a second of fp32 on an AVX2 CPU, but vectors only within a cosine of about 0.985
-  of torch's, which can reorder close candidates. Opt-in.
+  of torch's, which can reorder close candidates. Opt-in. Dynamic quantisation scales a forward pass's
+  activations by their range over the whole batch, so a text's int8 vector depends on the texts batched
+  with it (by up to 0.03 a component, measured): this backend encodes every text alone, so that a text
+  has one vector however and whenever it is asked for (about 8 % fewer texts a second than batches).
 
 Sentence-transformers' own `backend="onnx"` needs `optimum-onnx`, whose releases pin transformers < 4.58
 (kgfed has 5.x), so the export is done here with `torch.onnx.export` (the TorchScript exporter) from the
@@ -22,7 +25,8 @@ file renamed into place), with a progress line on stderr.
 
 An encoder object has the slice of `SentenceTransformer`'s interface that `embeddings.encode_texts`
 uses: `encode(texts, batch_size=..., normalize_embeddings=True, convert_to_numpy=True,
-show_progress_bar=False)` and `_input_length(text)`, plus `uses_torch` (whether torch's thread limit
+show_progress_bar=False)`, optionally `batches(texts, batch_size)` (the forward passes it would make; else
+longest first by characters, as `SentenceTransformer.encode`), plus `uses_torch` (whether torch's thread limit
 applies) and `replica()` (another encoder for a concurrent encoding: ONNX replicas share one session,
 whose `run` is thread-safe).
 """
@@ -51,6 +55,10 @@ ENCODER_DIR_ENV = "KGFED_ENCODER_DIR"
 THREADS_ENV = "KGFED_TORCH_THREADS"  # threads per encoding, for either runtime (default 1)
 ONNX_HINT = "pip install -c requirements.lock -e '.[embeddings]' (onnxruntime, onnx)"
 OPSET = 17
+# A forward pass's own cost in tokens' worth of compute: on this 2-core AVX2 machine (one thread, quiet) a
+# pass of one 8-token text took 4.2 ms against 0.26 ms a token in large passes, one of 32 tokens 10.1 ms
+# (bench/encoders.py `passes`). What `least_padding` weighs padding against.
+PASS_COST_TOKENS = 7
 # How many exports ran in this process (the tests check that a second load reuses the file).
 exports = 0
 
@@ -126,7 +134,8 @@ def load(model_dir: str | os.PathLike, which: str) -> Any:
         from sentence_transformers import SentenceTransformer
 
         return SentenceTransformer(str(model_dir))
-    return OnnxEncoder(Path(model_dir), onnx_file(Path(model_dir), int8=which == "onnx-int8"))
+    int8 = which == "onnx-int8"
+    return OnnxEncoder(Path(model_dir), onnx_file(Path(model_dir), int8=int8), alone=int8)
 
 
 def replica(model: Any, model_dir: str | os.PathLike) -> Any:
@@ -246,6 +255,25 @@ def _quantise(source: Path, target: Path) -> None:
     _say(f"quantised the sentence model in {time.monotonic() - started:.1f} s")
 
 
+def least_padding(lengths: Sequence[int], most: int, pass_cost: float) -> list[range]:
+    """Consecutive groups of `lengths` (sorted longest first), at most `most` each, that compute the fewest
+    tokens: a group costs `pass_cost` plus its size times its first (longest) length. Dynamic programming,
+    O(len(lengths) * most)."""
+    n = len(lengths)
+    best = [0.0] + [float("inf")] * n
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(max(0, j - most), j):
+            cost = best[i] + pass_cost + (j - i) * lengths[i]
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    groups: list[range] = []
+    while n:
+        groups.append(range(cut[n], n))
+        n = cut[n]
+    return groups[::-1]
+
+
 class OnnxEncoder:
     """all-MiniLM-style sentence encoding on ONNX Runtime: tokenizer -> transformer -> mean pooling -> L2.
 
@@ -255,8 +283,9 @@ class OnnxEncoder:
 
     uses_torch = False
 
-    def __init__(self, model_dir: Path, onnx_path: Path, *, _shared: tuple | None = None) -> None:
+    def __init__(self, model_dir: Path, onnx_path: Path, *, alone: bool = False, _shared: tuple | None = None) -> None:
         self.model_dir, self.onnx_path = model_dir, onnx_path
+        self.alone = alone  # one text a forward pass (a quantised model's vectors depend on the batch)
         if _shared is not None:
             self.session, self.tokenizer, self.normalise, self.inputs = _shared
             return
@@ -286,25 +315,37 @@ class OnnxEncoder:
 
     def replica(self) -> OnnxEncoder:
         """An encoder sharing this one's session and tokenizer (both safe to use from several threads)."""
-        return OnnxEncoder(self.model_dir, self.onnx_path,
+        return OnnxEncoder(self.model_dir, self.onnx_path, alone=self.alone,
                            _shared=(self.session, self.tokenizer, self.normalise, self.inputs))
 
-    @staticmethod
-    def _input_length(text: str) -> int:
-        """What `SentenceTransformer.encode` sorts a batch's texts by (their length in characters)."""
-        return len(text)
+    def _input_length(self, text: str) -> int:
+        """The text's length in tokens (what its forward pass computes)."""
+        return len(self.tokenizer.encode(text).ids)
+
+    def batches(self, texts: Sequence[str], batch_size: int) -> list[list[int]]:
+        """Positions of `texts` grouped into forward passes: longest first by tokens, at most `batch_size` a
+        pass, cut where padding the shorter texts to a pass's longest would cost more than another pass.
+
+        ONNX Runtime's CPU kernels give a text the same vector, bit for bit, whatever else is in its pass and
+        however far the pass is padded (tests/test_encoders.py checks it), so the grouping is free to
+        minimise the tokens computed. Sorted by characters in fixed batches (as `SentenceTransformer.encode`
+        does), 40 CWQ questions' calls computed 1.43x their real tokens for ToG and 1.17x for PoG."""
+        if self.alone:
+            return [[i] for i in range(len(texts))]
+        lengths = [self._input_length(t) for t in texts]
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        groups = least_padding([lengths[i] for i in order], batch_size, PASS_COST_TOKENS)
+        return [[order[k] for k in group] for group in groups]
 
     def encode(self, texts: str | Sequence[str], batch_size: int = 32, normalize_embeddings: bool = False,
                convert_to_numpy: bool = True, show_progress_bar: bool = False) -> np.ndarray:
-        """(n, dim) float32 sentence vectors of `texts` in order, in batches of `batch_size`, longest first."""
+        """(n, dim) float32 sentence vectors of `texts` in order, in the passes `batches` forms."""
         import numpy as np
 
         single = isinstance(texts, str)
-        listed = [texts] if single else list(texts)
-        order = np.argsort([-len(t) for t in listed], kind="stable")
+        listed: list[str] = [texts] if isinstance(texts, str) else list(texts)
         out: list = [None] * len(listed)
-        for start in range(0, len(listed), batch_size):
-            rows = order[start:start + batch_size]
+        for rows in self.batches(listed, batch_size):
             block = self._forward([listed[i] for i in rows])
             if normalize_embeddings or self.normalise:
                 block /= np.clip(np.linalg.norm(block, axis=1, keepdims=True), 1e-12, None)
