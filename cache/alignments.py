@@ -5,6 +5,8 @@
 alignment sends no query. An outcome is a small JSON object (`{"target": id | None, "method": ...,
 "confidence": ..., "ambiguous": [...]}`) under the aligner's key (its method steps, the two KGs and
 the id); the store is the root's `alignments` (`ROOT/alignments` on disk, `kgfed:alignments:*` on Redis).
+A store that fails (a full disk) costs one warning and is off for the rest of the run, as the response
+cache is (`cache.failsafe`): an alignment is still returned, only not kept.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .failsafe import failsafe
 from .root import DiskStore, Store, open_store
 
 __all__ = ["AlignmentCache", "Outcome"]
@@ -30,8 +33,8 @@ class AlignmentCache:
     def __init__(self, directory: str | os.PathLike | None = None, *, store: Store | None = None):
         if store is None:
             store = DiskStore(directory) if directory is not None else open_store(None, "alignments")
-        self._cache = store
-        self.directory = Path(store.location) if isinstance(store, DiskStore) else None
+        self.directory = Path(store.location) if isinstance(getattr(store, "inner", store), DiskStore) else None
+        self._cache = failsafe(store, "alignments")
 
     def get(self, key: str) -> Outcome | None:
         raw = self._cache.get(key)

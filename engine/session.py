@@ -174,14 +174,15 @@ class Session:
 
     def store(self, kind: str, **options: Any) -> Store:
         """The cache root's store of `kind` (`alignments`, `text`, `embeddings`, `documents`, ...), opened once
-        (`options`, e.g. `size_limit`, apply when it is opened: `cache.root.open_store`)."""
+        (`options`, e.g. `size_limit`, apply when it is opened: `cache.root.open_store`). It fails as the
+        response cache does (`cache.failsafe`): a full disk is one warning and the store is off, never an error."""
         self._check_open()
         if not self.cache.enabled:
             raise KgfedError(f"the {kind} store was asked for with the cache off: leave out --no-cache")
         if kind not in self._stores:
-            from ..cache.root import open_store
+            from ..cache.failsafe import open_failsafe
 
-            self._stores[kind] = open_store(self.cache.root, kind, **options)
+            self._stores[kind] = open_failsafe(self.cache.root, kind, **options)
         return self._stores[kind]
 
     @property

@@ -140,12 +140,12 @@ async def test_kg_alignments_and_text_share_the_redis_root(redis_root, tmp_path)
         first = await kg.relations("Q42")
         assert kg.stats["sent"] > 0 and kg.endpoint.cache.spec == CacheSpec(redis_root)
         aligner = Aligner({"wikidata": kg}, methods=("label",))
-        assert isinstance(aligner.cache._cache, RedisStore) and aligner.cache._cache.location == redis_root
+        assert isinstance(aligner.cache._cache.inner, RedisStore) and aligner.cache._cache.location == redis_root
     async with KG.open(f"file:{DEMO_WIKIDATA}", cache=CacheOptions(root=str(redis_root), offline=True)) as kg:
         assert await kg.relations("Q42") == first and kg.stats["sent"] == 0 and kg.stats["cache_hits"] > 0
     async with Session(cache=CacheOptions(root=str(redis_root), offline=True), text="wikipedia") as session:
         source = session.text  # the session's text store: the root's, on Redis
-        assert isinstance(source.cache._cache, RedisStore) and source.cache._cache is session.store("text")
+        assert isinstance(source.cache._cache.inner, RedisStore) and source.cache._cache is session.store("text")
         source.cache.set("page", {"title": "Douglas Adams"})
         assert open_store(redis_root, "text").get("page") == b'{"title":"Douglas Adams"}'
     assert not (tmp_path / "kgfed-cache").exists()  # nothing went to the default directory

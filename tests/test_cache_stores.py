@@ -148,6 +148,6 @@ def test_a_run_on_a_redis_root_keeps_its_vectors_there(redis_root, tmp_path):
     runtime = Runtime(spec)
     assert runtime.embeddings is None  # the session's `store("embeddings")`, not a directory
     store = runtime.store("embeddings")
-    assert isinstance(store, RedisStore) and store.location == redis_root
+    assert isinstance(store.inner, RedisStore) and store.location == redis_root  # guarded: cache.failsafe
     store.close()
     assert Runtime(RunSpec("tog", cache=CacheOptions(enabled=False))).embeddings is False  # the cache off: nowhere

@@ -107,7 +107,7 @@ async def test_lazy_parts_are_made_on_first_use_once_and_closed_once(tmp_path):
         assert session.text is session.text and session.text.name == "demo"
         assert session.llm is session.llm and not session.llm.available  # llm "none"
         store = session.store("alignments")
-        assert session.store("alignments") is store and isinstance(store, DiskStore)
+        assert session.store("alignments") is store and isinstance(store.inner, DiskStore)  # guarded: cache.failsafe
         store.set("k", b"v")
         assert list(session.kgs) == ["wikidata"]
         labels = await session.kgs["wikidata"].labels(["Q42"])

@@ -110,18 +110,20 @@ def open_text_source(
     """`wikipedia` (live, cached), `demo` (the bundled extracts) or `file:PATH[,PATH]` (JSONL extracts).
 
     `wikipedia` goes through `client`, the run's `HttpClient` (a session's `client`; none is made up here),
-    and keeps pages in `store` (a session's `store("text")`), else in the `text` store under `cache_dir`."""
+    and keeps pages in `store` (a session's `store("text")`), else in the `text` store under `cache_dir`; either
+    fails softly (`cache.failsafe`: a full disk is one warning, and the pages are still returned)."""
     if spec == "wikipedia":
         from ...cache.costs import charge
 
-        from ...cache.root import open_store
+        from ...cache.failsafe import failsafe, open_failsafe
 
         if client is None:
             raise TypeError("open_text_source('wikipedia') needs the run's HttpClient: pass client= (a session's "
                             "`client`, or HttpClient.from_options(HttpOptions()))")
         if cache and store is None:
-            store = open_store(cache_dir, "text", size_limit=TEXT_STORE_LIMIT)
-        pages = JsonCache(store=store) if cache and store is not None else None
+            store = open_failsafe(cache_dir, "text", size_limit=TEXT_STORE_LIMIT)
+        # a store that fails (a full disk) is one warning and then off: the pages asked for are still returned
+        pages = JsonCache(store=failsafe(store, "text")) if cache and store is not None else None
         if not _wikipedia_mode(mode):  # WikipediaSource's own first check, its words: the mode is a Mode below
             raise KgfedError(f"unknown Wikipedia mode {mode!r}: use extracts, intro or summary")
         return WikipediaSource(client, mode=mode, maxlag=maxlag, cache=pages, offline=offline, charge=charge)
