@@ -41,6 +41,14 @@ class KgfedParser(argparse.ArgumentParser):
         where = self.prog.removeprefix("kgfed").strip()
         prefix = f"{where}: " if where else ""
         line = message.splitlines()[0]
+        listing = getattr(self, "listing_instead", None)  # `--param help` (cli.method_options.ParamAction)
+        if listing is not None and line.startswith("the following arguments are required"):
+            status, text = listing()
+            try:
+                print(text, file=sys.stdout if status == 0 else sys.stderr, flush=True)
+            except BrokenPipeError:  # `kgfed run --param help | head`
+                _quiet_stdout()
+            self.exit(status)
         if line.startswith("unrecognized arguments") and any(w.startswith("--dialect") for w in line.split()):
             given = getattr(self, "argv", None)
             command = next((a for a in (sys.argv[1:] if given is None else given) if not a.startswith("-")), "this command")

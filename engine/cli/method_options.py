@@ -19,12 +19,35 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
                         help="LLM calls in flight at once for the whole run, all questions together (default: no cap "
                              "of kgfed's own; the LLM host's HTTP cap, 16, still holds). 429/503/529 answers pause every "
                              "call and are retried (docs/llm.md)")
-    parser.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--param", "-p", action=ParamAction, default=[], metavar="KEY=VALUE",
                         help="method parameter, repeatable (values parsed as JSON when they can be: width=3, pruning=bm25); "
                              "--param help lists the method's parameters, types, defaults and bounds")
     parser.add_argument("--width", type=int, help="beam width (the method's own name: ToG/ToG-2/INSES width, PoG/HydraRAG max_width, PRoH beam)")
     parser.add_argument("--depth", type=int, help="maximum depth (ToG/ToG-2 depth, PoG/HydraRAG/PRoH max_depth, INSES max_iter)")
     parser.add_argument("--text", metavar="SOURCE", help="text source for methods that read passages: file:PATH.jsonl | wikipedia | demo")
+
+
+class ParamAction(argparse._AppendAction):
+    """`--param` (repeatable). `--param help` also asks the parser to list the method's parameters instead of
+    refusing a command line that lacks the other required arguments (`kgfed run --method pog --param help`):
+    `KgfedParser.error` prints `listing_instead()` and exits 0 for a "required" error, and only for that one."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        if isinstance(values, str) and values.strip().lower() in HELP_WORDS:
+            parser.listing_instead = lambda: listing_for(namespace)  # type: ignore[attr-defined]
+
+
+HELP_WORDS = ("help", "list")
+
+
+def listing_for(namespace: argparse.Namespace) -> tuple[int, str]:
+    """(exit status, text) of `--param help`: the parameters of the method named so far (default tog) on
+    stdout and 0, or a one-line error and 2 (an unknown method)."""
+    try:
+        return 0, params_listing(getattr(namespace, "method", None) or "tog")
+    except KgfedError as exc:
+        return 2, f"kgfed: error: {exc}"
 
 
 def method_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -33,7 +56,7 @@ def method_params(args: argparse.Namespace) -> dict[str, Any]:
     `--param help` prints the method's parameters (`params_listing`) and exits 0, as --help does."""
     params: dict[str, Any] = {}
     for item in getattr(args, "param", None) or []:
-        if item.strip().lower() in ("help", "list"):
+        if item.strip().lower() in HELP_WORDS:
             print(params_listing(getattr(args, "method", None) or "tog"))
             raise SystemExit(0)
         key, sep, value = item.partition("=")
