@@ -20,17 +20,16 @@ a handler may also raise the built-in `TimeoutError`/`ConnectionError`, which me
 """
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
 import json as _json
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from multidict import CIMultiDict, CIMultiDictProxy
+if TYPE_CHECKING:  # imported where used: the SPARQLWrapper drop-in's import needs neither multidict nor asyncio
+    from multidict import CIMultiDict, CIMultiDictProxy
 
 from ..sparql.errors import EndpointError
 from .options import DEFAULT_TIMEOUT
@@ -95,6 +94,8 @@ class Response:
             raw, kind = body.encode(), "text/plain; charset=utf-8"
         else:
             raw, kind = body, "application/octet-stream"
+        from multidict import CIMultiDict
+
         merged = CIMultiDict({"Content-Type": content_type or kind})
         merged.update(headers or {})
         return cls(status, merged, raw, url)
@@ -219,6 +220,9 @@ class MockTransport:
         self.closed = False
 
     async def send(self, request: Request) -> Response:
+        import asyncio
+        import inspect
+
         self.requests.append(request)
 
         async def answer() -> Response:

@@ -11,7 +11,9 @@ forms), :func:`redact` masks every secret kgfed has met: a password taken from a
 (:func:`remember`, called where credentials are split off) and the value of every environment variable
 named like a secret (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `KGFED_WIKIMEDIA_TOKEN`, `*_PASSWORD`, ...),
 so a message that quotes one bare, outside any recognisable form, is still masked.
-:class:`RedactingFilter` applies the same to log records.
+:class:`RedactingFilter` applies the same to log records (the class is made on first use, so importing
+this module does not import `logging`: the SPARQLWrapper drop-in's import must stay as cheap as the
+genuine library's).
 
 String functions (no I/O; the environment is read, never written), so every layer can use them.
 """
@@ -19,7 +21,6 @@ String functions (no I/O; the environment is read, never written), so every laye
 from __future__ import annotations
 
 import base64
-import logging
 import os
 import re
 import threading
@@ -85,20 +86,41 @@ def redact(text: str, *secrets: str | None) -> str:
     return out
 
 
-class RedactingFilter(logging.Filter):
-    """A logging filter (put it on a handler) that passes every record through :func:`redact`."""
+def _filter(self, record) -> bool:
+    """Pass `record` through :func:`redact` (its message, and an error quoted in its traceback)."""
+    message = record.getMessage()
+    clean = redact(message)
+    if clean != message:
+        record.msg, record.args = clean, None
+    if record.exc_info and record.exc_info[1] is not None:  # the traceback's last line quotes the error
+        text = str(record.exc_info[1])
+        if redact(text) != text:
+            record.exc_info, record.exc_text = None, None
+            record.msg = f"{record.msg} ({redact(text)})"
+    return True
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        clean = redact(message)
-        if clean != message:
-            record.msg, record.args = clean, None
-        if record.exc_info and record.exc_info[1] is not None:  # the traceback's last line quotes the error
-            text = str(record.exc_info[1])
-            if redact(text) != text:
-                record.exc_info, record.exc_text = None, None
-                record.msg = f"{record.msg} ({redact(text)})"
-        return True
+
+def _redacting_filter() -> type:
+    import logging
+
+    class RedactingFilter(logging.Filter):
+        """A logging filter (put it on a handler) that passes every record through :func:`redact`."""
+
+        filter = _filter
+
+    RedactingFilter.__module__, RedactingFilter.__qualname__ = __name__, "RedactingFilter"
+    return RedactingFilter
+
+
+def __getattr__(name: str):
+    """`RedactingFilter`: a `logging.Filter` subclass, made once on first use (PEP 562)."""
+    if name != "RedactingFilter":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _known_lock:
+        made = globals().get("RedactingFilter")
+        if made is None:
+            made = globals()["RedactingFilter"] = _redacting_filter()
+    return made
 
 
 def strip_credentials(url: str) -> str:

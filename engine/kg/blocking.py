@@ -9,20 +9,24 @@ The drop-in (`kgfed.engine.kg.dropin`) answers a blocking call, as urllib does, 
   kept alive, TCP_QUICKACK after each request;
 - `_PoliteClient`: an `HttpClient` whose 429 pauses hold the host for every drop-in client of the process;
 - `_ThreadClient`: a loop and client that the calling thread drives itself, with no hand-off.
+
+Importing it costs no more than the drop-in's first query needs: `asyncio` (about 12 ms of a script's
+start-up, more than the genuine library's whole import of `urllib`) and `multidict` are not imported
+here. A `_ThreadClient` makes its event loop only when a request first has to wait (a retry's
+backoff, a 429 pause, a per-minute budget): nearly every request runs straight through without one;
+the answer's headers are `http.client`'s own `HTTPMessage` (case-insensitive, as urllib gives them).
 """
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import http.client
 import socket
+import sys
 import threading
 import weakref
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlencode, urljoin, urlsplit
-
-from multidict import CIMultiDict
 
 from ...endpoints.client import HttpClient
 from ...endpoints.transport import Request, Response, TransportConnectError, TransportTimeout, TransportTruncated
@@ -34,6 +38,8 @@ class _LoopThread:
     """One private event loop on a daemon thread; `run` submits a coroutine and waits for it."""
 
     def __init__(self) -> None:
+        import asyncio
+
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="kgfed-sync", daemon=True)
         self._thread.start()
@@ -44,6 +50,8 @@ class _LoopThread:
 
             coro.close()
             raise Closed("this SyncKG is closed: open a new one (SyncKG.open(...), or `with SyncKG.open(...) as kg:`)")
+        import asyncio
+
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def close(self) -> None:
@@ -94,6 +102,8 @@ class _BlockingTransport:
 
     async def send(self, request: Request) -> Response:
         if self.threaded:
+            import asyncio
+
             return await asyncio.to_thread(self._send, request)
         return self._send(request)
 
@@ -122,7 +132,7 @@ class _BlockingTransport:
             self._idle.setdefault(key, []).append(connection)
 
     def _exchange(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
-                  timeout: float) -> tuple[int, CIMultiDict, bytes]:
+                  timeout: float) -> tuple[int, http.client.HTTPMessage, bytes]:
         parts = urlsplit(url)
         key = (parts.scheme, parts.netloc)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -159,7 +169,7 @@ class _BlockingTransport:
                 connection.close()
             else:
                 self._give_back(key, connection)
-            return response.status, CIMultiDict(response.getheaders()), data
+            return response.status, response.msg, data  # case-insensitive `get`, `items()` as received
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:
@@ -174,27 +184,86 @@ class _BlockingTransport:
 NO_LIMIT = 24 * 3600.0  # no client-side time limit unless setTimeout asks for one (as the genuine library)
 
 
+class _NoSlot:
+    """An uncontended slot: the drop-in's per-host cap is the process-wide semaphore `_Runtime.send` holds."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_SLOT = _NoSlot()
+
+
 class _PoliteClient(HttpClient):
-    """kgfed's HttpClient whose 429 pauses hold the host for every drop-in client of the process."""
+    """kgfed's HttpClient whose 429 pauses hold the host for every drop-in client of the process.
+
+    Its per-host cap is not an `asyncio.Semaphore` per client: every drop-in request is sent while its
+    calling thread holds the host's process-wide `threading.BoundedSemaphore` (`_Runtime.send`, sized
+    by `limit_for`), which caps all clients together; a client's own loop serves one thread at a time.
+    Before anything that may wait on the loop (a backoff or 429 sleep, a per-minute or query-time
+    budget) it calls `need_loop`, which the `_ThreadClient` driving it sets: its loop is made then.
+    """
 
     peers: weakref.WeakSet[_PoliteClient] = weakref.WeakSet()
 
     def __init__(self, transport: Any = None) -> None:
         super().__init__(timeout=NO_LIMIT, transport=transport)
+        self.need_loop: Any = None  # a _ThreadClient's `_loop_now`; None on a running loop (the background one)
         _PoliteClient.peers.add(self)
 
     def pause(self, host: str, seconds: float) -> None:
         for peer in list(_PoliteClient.peers):
             HttpClient.pause(peer, host, seconds)
 
+    def _semaphore(self, host: str) -> Any:
+        return _NO_SLOT
+
+    def _loop_ready(self) -> None:
+        if self.need_loop is not None:
+            self.need_loop()
+
+    async def _sleep(self, seconds: float) -> None:
+        self._loop_ready()
+        await super()._sleep(seconds)
+
+    async def _spend_budget(self, host: str) -> None:
+        if self.budget_for(host) is None:  # as the client's own: no budget, nothing to wait for
+            return
+        self._loop_ready()
+        await super()._spend_budget(host)
+
+    def _time_budget(self, host: str) -> Any:
+        budget = super()._time_budget(host)
+        if budget is not None:
+            self._loop_ready()
+        return budget
+
 
 class _ThreadClient:
-    """A private loop and client that the calling thread drives itself: no hand-off to another thread."""
+    """A private loop and client that the calling thread drives itself: no hand-off to another thread.
+
+    The loop (and `asyncio` itself, in a script that never imported it) is made when a request first has
+    to wait (`_loop_now`, called by the client before a sleep or a budget), or as soon as `asyncio` is
+    imported by anyone: from then on every step runs with the loop marked as running, as a task's would.
+    """
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop: Any = None  # an asyncio event loop, made by `_loop_now`
         self.client = _PoliteClient(_BlockingTransport())
+        self.client.need_loop = self._loop_now
         self.thread = threading.current_thread()
+
+    def _loop_now(self) -> Any:
+        """This thread's loop, made now if need be, marked as running (the step under way may wait on it)."""
+        import asyncio
+
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+        asyncio._set_running_loop(self.loop)
+        return self.loop
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Drive `coro` on this thread until it returns.
@@ -207,13 +276,19 @@ class _ThreadClient:
         waiting = None
         try:
             while True:
-                asyncio._set_running_loop(self.loop)
+                if "asyncio" in sys.modules:  # imported (by anyone): the step runs with the loop marked running
+                    self._loop_now()
                 try:
                     waiting = coro.send(None)
                 except StopIteration as done:
                     return done.value
                 finally:
-                    asyncio._set_running_loop(None)
+                    if self.loop is not None:  # made before or during this step
+                        sys.modules["asyncio"]._set_running_loop(None)
+                if waiting is None and self.loop is None:  # a bare yield with no loop: nothing else to run
+                    continue
+                import asyncio
+
                 if waiting is None:  # a bare yield (asyncio.sleep(0)): let the loop run its callbacks once
                     self.loop.run_until_complete(asyncio.sleep(0))
                 else:
@@ -224,6 +299,11 @@ class _ThreadClient:
             raise
 
     def close(self) -> None:
+        if self.loop is None:  # never waited: closing the client (its idle sockets) waits for nothing either
+            self.run(self.client.aclose())
+            if self.loop is not None:  # made meanwhile (asyncio imported since): closed with the client
+                self.loop.close()
+            return
         if self.loop.is_running() or self.loop.is_closed():
             return
         try:

@@ -46,12 +46,12 @@ A `file:PATH` endpoint (an N-Triples/Turtle file) is answered by an embedded pyo
 """
 from __future__ import annotations
 
-import asyncio
 import atexit
 import functools
 import http.client
 import io
 import os
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -320,7 +320,11 @@ async def _exchange(client: HttpClient, method: str, url: str, body: bytes | Non
         _LAST_RESPONSE.reset(token)
 
 
-def _running_loop() -> asyncio.AbstractEventLoop | None:
+def _running_loop() -> Any:
+    """The event loop running in this thread, if any (without importing asyncio: unimported, none can run)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
     try:
         return asyncio.get_running_loop()
     except RuntimeError:

@@ -16,7 +16,6 @@ benchmarks included (the process-wide `_RUNTIME` is read from `dropin`, where `_
 """
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from ...cache.documents import (CACHE_VERSION, _SECRET_HEADERS, Entry, _credential_digest,  # noqa: F401 - re-exported
@@ -75,6 +74,8 @@ class SyncKG:
         return self._kg
 
     def __getattr__(self, name: str):
+        import asyncio  # imported here: the drop-in's import never loads asyncio (about 12 ms of a script's start)
+
         method = getattr(self._kg, name)
         if not asyncio.iscoroutinefunction(method):
             return method
