@@ -21,7 +21,7 @@ cycle; all-MiniLM-L6-v2 computes about 21 MFLOP a token).
 `methods`: one `kgfed run … --llm none` per (set, method, backend) in its own process over a fresh
 cache directory (cold: every query sent to the embedded store, every text encoded), the cells in
 rotating order; whole-process wall seconds, Hits@1, and every question whose answer differs from
-the torch run's. The ONNX exports are made once before the runs (kept under $KGFED_ENCODER_DIR), so
+the first backend's run (`--backends torch,onnx`: from torch's). The ONNX exports are made once before the runs (kept under $KGFED_ENCODER_DIR), so
 no cell pays for an export.
 """
 from __future__ import annotations
@@ -152,8 +152,9 @@ def methods(args: argparse.Namespace) -> dict:
     report: dict = {"load_end": os.getloadavg(), "cells": {}}
     for key, cell in results.items():
         s, m, b = key.split("/")
-        base = results.get(f"{s}/{m}/torch")
-        diffs = [q for q, a in cell["answers"].items() if base and base["answers"].get(q) != a] if b != "torch" else []
+        reference = args.backends.split(",")[0]  # answers are compared with the first backend's
+        base = results.get(f"{s}/{m}/{reference}")
+        diffs = [q for q, a in cell["answers"].items() if base and base["answers"].get(q) != a] if b != reference else []
         report["cells"][key] = {"wall": statistics.median(cell["wall"]), "hits": cell["hits"], "n": cell["n"],
                                 "differences": diffs}
     print(f"\n{'set':9} {'method':6} {'backend':10} {'wall s':>7} {'x tog':>6} {'Hits@1':>7} {'answers differ':>15}")
