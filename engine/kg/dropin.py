@@ -41,7 +41,8 @@ HTTP errors raise what the genuine `_query()` raises, status for status: `QueryB
 cannot be reached, `TimeoutError` on `setTimeout`. Each is also a kgfed `EndpointError` with a
 one-line message carrying the endpoint's own words, and each pickles (a worker process's error
 reaches its parent intact). An endpoint URL with `user:password@` is sent as Basic auth; the
-password is in no key, entry or message. The shared clients are closed at interpreter exit.
+password is in no key, entry or message. At interpreter exit the shared clients are closed and the
+last answers committed to the cache (`kgfed.cache.documents` says what is left to the writer thread).
 A `file:PATH` endpoint (an N-Triples/Turtle file) is answered by an embedded pyoxigraph store.
 """
 from __future__ import annotations
@@ -290,7 +291,8 @@ class _Runtime:
             clients = [c.client for c in self.clients] + ([self.background[1]] if self.background else [])
         return sum((Counter(c.stats) for c in clients), Counter())
 
-    def close(self) -> None:
+    def close(self, at_exit: bool = False) -> None:
+        """Close the clients and loops, then the caches (`at_exit`: see `DocumentCache.close`)."""
         try:
             for client in self.clients:
                 client.close()
@@ -303,7 +305,7 @@ class _Runtime:
         finally:
             for cache in self.caches.values():
                 if cache is not None:
-                    cache.close()
+                    cache.close(at_exit=at_exit)
 
 
 async def _exchange(client: HttpClient, method: str, url: str, body: bytes | None, headers: dict[str, str],
@@ -343,14 +345,17 @@ def _runtime() -> _Runtime:
         return _RUNTIME
 
 
-@atexit.register
-def _close_runtime() -> None:
-    """Close the shared session and loop, and finish pending cache writes, at interpreter exit."""
+def _close_runtime(at_exit: bool = False) -> None:
+    """Close the shared clients and loops, and finish pending cache writes (at interpreter exit: `at_exit`,
+    which returns once the last answers are committed and leaves closing the cache files to their writers)."""
     global _RUNTIME
     with _RUNTIME_LOCK:
         runtime, _RUNTIME = _RUNTIME, None
     if runtime is not None:
-        runtime.close()
+        runtime.close(at_exit)
+
+
+atexit.register(_close_runtime, True)
 
 
 def _forget_runtime() -> None:  # a forked child has no loop thread: it starts its own on first use
