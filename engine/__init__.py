@@ -13,7 +13,6 @@ up in the new homes in turn. The table is `MOVED`; nothing is imported until an 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 import types
@@ -115,8 +114,12 @@ def _split_module(old: str, homes: tuple[str, ...]) -> types.ModuleType:
     return module
 
 
-class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Answers the old module paths of `MOVED` with their new modules, with a `DeprecationWarning`."""
+class _MovedModules:
+    """Answers the old module paths of `MOVED` with their new modules, with a `DeprecationWarning`.
+
+    A finder and loader by their methods (`find_spec`; `create_module`, `exec_module`), as the import system
+    calls them: subclassing `importlib.abc`'s classes would import `importlib.abc` and `importlib.resources`
+    into every script that imports kgfed (2 ms of the SPARQLWrapper drop-in's import)."""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in MOVED:

@@ -21,6 +21,7 @@ String functions (no I/O; the environment is read, never written), so every laye
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import re
 import threading
@@ -28,20 +29,30 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 MASK = "***"
 
+# The patterns are compiled on first use (`_patterns`): 1.2 ms of every import, which the SPARQLWrapper
+# drop-in's users pay at each start, for patterns only an error message or a log record needs.
 # scheme://userinfo@ : the userinfo is everything up to the last '@' before the host part
-_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<userinfo>[^\s/?#@]*@)")
+_USERINFO = r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<userinfo>[^\s/?#@]*@)"
 # tokens as the services issue them, and key=value / header forms that carry one
-_TOKENS = [
-    re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{8,}"),                  # Anthropic
-    re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{16,}"),           # OpenAI-style
-    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"),
-    re.compile(r"(?i)\b((?:x-)?api[-_]?key|access[-_]?token|auth[-_]?token|token|password|passwd|pwd|secret)"
-               r"(\s*[=:]\s*|\"\s*:\s*\")([^\s&\"',;]+)"),
-]
+_TOKENS = (
+    r"\bsk-ant-[A-Za-z0-9_\-]{8,}",                  # Anthropic
+    r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{16,}",           # OpenAI-style
+    r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}",
+    r"(?i)\b((?:x-)?api[-_]?key|access[-_]?token|auth[-_]?token|token|password|passwd|pwd|secret)"
+    r"(\s*[=:]\s*|\"\s*:\s*\")([^\s&\"',;]+)",
+)
 
 
 # environment variables whose values are secrets wherever they appear
-_SECRET_ENV = re.compile(r"(?i)((^|_)key|token|secret|passw(or)?d|credentials?)$")
+_SECRET_ENV = r"(?i)((^|_)key|token|secret|passw(or)?d|credentials?)$"
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...], re.Pattern[str]]:
+    """The userinfo, token and secret-variable patterns above, compiled."""
+    return re.compile(_USERINFO), tuple(re.compile(token) for token in _TOKENS), re.compile(_SECRET_ENV)
+
+
 _MIN_SECRET = 4  # shorter "secrets" would mask ordinary words
 _MIN_ENV_SECRET = 8  # an environment switch such as FOO_TOKEN=true is not a secret
 _known: set[str] = set()
@@ -58,7 +69,8 @@ def remember(*secrets: str | None) -> None:
 
 def known_secrets() -> list[str]:
     """The remembered secrets and the secret-named environment variables' values, longest first."""
-    found = {v for k, v in os.environ.items() if len(v) >= _MIN_ENV_SECRET and _SECRET_ENV.search(k)}
+    secret_env = _patterns()[2]
+    found = {v for k, v in os.environ.items() if len(v) >= _MIN_ENV_SECRET and secret_env.search(k)}
     with _known_lock:
         found |= _known
     return sorted(found, key=len, reverse=True)
@@ -77,8 +89,9 @@ def redact(text: str, *secrets: str | None) -> str:
     """`text` with URL credentials, API tokens and each of `secrets` (e.g. a configured key) masked."""
     if not text:
         return text
-    out = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
-    for pattern in _TOKENS:
+    userinfo, tokens, _ = _patterns()
+    out = userinfo.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    for pattern in tokens:
         out = pattern.sub(_mask_token, out)
     for secret in (*(s for s in secrets if s), *known_secrets()):
         if len(secret) >= _MIN_SECRET:
