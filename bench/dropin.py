@@ -26,7 +26,8 @@ the drop-in with its cache off, interleaved, `--repeat` rounds (the order rotate
 median wall time and the cold drop-in's ratio to the genuine library's.
 
 `--processes` runs each way as a whole process instead (interpreter start, imports, the queries, exit with
-the cache written), as a user runs a script.
+the cache written), as a user runs a script, and splits each one's wall time into its phases (the
+interpreter's start, the import line, the first query, the other queries, the exit).
 
 `--workload httpserver` is the same against Python's `http.server` (HTTP/1.1 keep-alive, Nagle's
 algorithm on, answers written as headers then body): the case where a kept-alive client waited
@@ -248,18 +249,24 @@ def measure_distinct(url: str, queries: list[str], repeat: int) -> dict:
 
 
 PROCESS_SCRIPT = """
-import json, sys
+import json, sys, time
+started = time.time()
 if sys.argv[1] == "genuine":
     from SPARQLWrapper import SPARQLWrapper, JSON
 else:
     from kgfed.engine.kg.sync import SPARQLWrapper, JSON
+imported = time.time()
 url, queries = json.load(open(sys.argv[2]))
-for query in queries:
+for i, query in enumerate(queries):
     sparql = SPARQLWrapper(url)
     sparql.setQuery(query)
     sparql.setReturnFormat(JSON)
     sparql.query().convert()
+    if i == 0:
+        first = time.time()
+print(json.dumps([started, imported, first, time.time()]))
 """
+PHASES = ("start", "import", "first query", "other queries", "exit")
 
 
 def measure_processes(url: str, queries: list[str], repeat: int) -> dict:
@@ -270,6 +277,7 @@ def measure_processes(url: str, queries: list[str], repeat: int) -> dict:
 
     ways = ("genuine", "cold", "cache off")
     walls: dict[str, list[float]] = {w: [] for w in ways}
+    phases: dict[str, list[list[float]]] = {w: [] for w in ways}  # per run: ms in each of PHASES
     with tempfile.TemporaryDirectory() as work:
         data = Path(work) / "queries.json"
         data.write_text(json.dumps([url, queries]))
@@ -280,13 +288,19 @@ def measure_processes(url: str, queries: list[str], repeat: int) -> dict:
                 env.pop("PYTHONDONTWRITEBYTECODE", None)
                 if way == "cache off":
                     env["KGFED_NO_CACHE"] = "1"
-                started = time.perf_counter()
-                subprocess.run([sys.executable, "-c", PROCESS_SCRIPT, way.split()[0], str(data)], env=env, check=True)
+                started, clock = time.perf_counter(), time.time()
+                done = subprocess.run([sys.executable, "-c", PROCESS_SCRIPT, way.split()[0], str(data)], env=env, check=True,
+                                      capture_output=True, text=True)
+                wall, ended = time.perf_counter() - started, time.time()
                 if i:
-                    walls[way].append(time.perf_counter() - started)
+                    walls[way].append(wall)
+                    marks = [clock, *json.loads(done.stdout.splitlines()[-1]), ended]  # the child's time.time() marks
+                    phases[way].append([1000 * (b - a) for a, b in zip(marks, marks[1:])])
     row: dict = {"workload": "processes", "queries": len(queries), "repeat": repeat}
     for way in ways:
-        row[way] = {"wall_s": round(statistics.median(walls[way]), 3), "walls": [round(w, 3) for w in walls[way]]}
+        row[way] = {"wall_s": round(statistics.median(walls[way]), 3), "walls": [round(w, 3) for w in walls[way]],
+                    "phases_ms": {name: round(statistics.median(run[k] for run in phases[way]), 1)
+                                  for k, name in enumerate(PHASES)}}
     row["cold_vs_genuine"] = round(row["cold"]["wall_s"] / row["genuine"]["wall_s"], 3)
     row["paired_cold_vs_genuine"] = round(statistics.median(c / g for c, g in zip(walls["cold"], walls["genuine"])), 3)
     return row
@@ -384,6 +398,11 @@ def main(argv: list[str] | None = None) -> dict:
             for way in ("genuine", "cold", "cache off"):
                 print(f"| {way} | {row[way]['wall_s']:.3f} | {', '.join(f'{w:.3f}' for w in row[way]['walls'])} |")
             print(f"\ncold / genuine = {row['cold_vs_genuine']} (median of paired ratios {row['paired_cold_vs_genuine']})")
+            print("\nwhere the time goes (ms, medians; start: the interpreter until the script's first line; exit: after "
+                  "the last answer until the process ended)\n")
+            print("| way | " + " | ".join(PHASES) + " |\n|---|" + "---:|" * len(PHASES))
+            for way in ("genuine", "cold", "cache off"):
+                print(f"| {way} | " + " | ".join(f"{row[way]['phases_ms'][name]:.1f}" for name in PHASES) + " |")
             (OUT / f"dropin_{args.workload}_processes.json").write_text(json.dumps(row, indent=2))
             return row
         (OUT / f"dropin_{args.workload}.json").write_text(json.dumps(row, indent=2))
