@@ -11,6 +11,8 @@ returns each round's seconds: the server's own time for the same queries, withou
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import time
 from dataclasses import dataclass, field
 
@@ -33,6 +35,21 @@ class Logged:
     upstream: float = field(default=0.0)  # seconds the server took (sent after the delay, until its answer was read)
 
 
+def ack_now(response: aiohttp.ClientResponse) -> None:
+    """Acknowledge a response's headers at once (TCP_QUICKACK), as kgfed's own transport does.
+
+    Virtuoso writes a large answer's headers and body separately with Nagle on: the body waits for the
+    headers' ACK, which a kept-alive connection delays ~40 ms. Without this, the proxy's hop to the server
+    (and `replay`) added that stall to every answer over ~32 KB, which kgfed talking to the server
+    directly does not pay (`kgfed.endpoints.transport.AiohttpTransport`)."""
+    option = getattr(socket, "TCP_QUICKACK", None)
+    transport = response.connection.transport if response.connection is not None else None
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if option is not None and sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, option, 1)
+
+
 def rounds(log: list[Logged]) -> list[list[Logged]]:
     """The round trips in sequence: a request starts a new round when it arrived after every request
     of the current round had been answered (concurrent requests share a round)."""
@@ -52,6 +69,7 @@ async def replay(url: str, requests: list[list[Logged]]) -> list[float]:
         async def one(item: Logged) -> None:
             async with session.request(item.method, url, params=item.query, data=item.body or None,
                                        headers=item.headers) as response:
+                ack_now(response)
                 await response.read()
                 response.raise_for_status()
 
@@ -92,6 +110,7 @@ class LatencyProxy:
             sent = time.perf_counter()
             async with self._session.request(request.method, self.target, params=request.query, data=body or None,
                                              headers=headers) as upstream:
+                ack_now(upstream)
                 payload = await upstream.read()
                 out = {k: v for k, v in upstream.headers.items() if k.lower() not in HOP_HEADERS}
             if self.record:
