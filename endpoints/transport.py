@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 if TYPE_CHECKING:  # imported where used: the SPARQLWrapper drop-in's import needs neither multidict nor asyncio
+    from http.client import HTTPMessage
+
     from multidict import CIMultiDict, CIMultiDictProxy
 
 from ..sparql.errors import EndpointError
@@ -73,7 +75,7 @@ class Response:
     """A fully read HTTP response."""
 
     status: int
-    headers: CIMultiDictProxy[str] | CIMultiDict[str]
+    headers: CIMultiDictProxy[str] | CIMultiDict[str] | HTTPMessage  # case-insensitive `get`; the drop-in's are http.client's
     body: bytes
     url: str = ""
 
