@@ -244,9 +244,11 @@ def measure(kind: str, topics: list[list[str]], delay: float, width: int, depth:
             runs.append((cold_s, cold_n, marks, cold_rounds, warm_s, warm_n, cold_cpu))
         cold_s, cold_n, marks, cold_rounds, warm_s, warm_n, cold_cpu = sorted(runs, key=lambda run: run[0])[(len(runs) - 1) // 2]
         # the server's own time for the same batched queries: sent straight to it, round by round, no delay
-        replays = [sum(asyncio.run(replay(url, cold_rounds))) for _ in range(3)]
+        # (acknowledged at once, as kgfed's transport does: see `latency_proxy.ack_now`)
+        replays = [asyncio.run(replay(url, cold_rounds)) for _ in range(3)]
     bound = rounds * delay
-    server_s = statistics.median(replays)
+    server_s = statistics.median(map(sum, replays))
+    server_rounds_s = [round(statistics.median(run[i] for run in replays), 4) for i in range(len(cold_rounds))]
     in_run_s = sum(max(r.upstream for r in group) for group in cold_rounds)
     return {
         "server": kind, "questions": len(topics), "width": width, "depth": depth, "delay_ms": round(delay * 1000),
@@ -261,6 +263,7 @@ def measure(kind: str, topics: list[list[str]], delay: float, width: int, depth:
         # delay, median of 3), and the same as it was during the cold run (per round the slowest answer)
         "server_s": round(server_s, 3),
         "server_in_run_s": round(in_run_s, 3),
+        "server_rounds_s": server_rounds_s,  # the replayed time of each round (median of 3), in order
         "cold_over_bound": round(cold_s / bound, 2) if bound else None,
         "cold_over_bound_plus_server": round(cold_s / (bound + server_s), 2) if bound + server_s else None,
     }
