@@ -155,6 +155,26 @@ def test_the_user_agents_versions_are_the_installed_distributions():
     assert client._version("no-such-distribution-kgfed", "fallback") == "fallback"
 
 
+def test_versions_are_found_as_importlib_metadata_finds_them(tmp_path, monkeypatch):
+    """Path order, normalised names, `.dist-info` and `.egg-info` (a directory or a file), METADATA or PKG-INFO."""
+    from importlib.metadata import version
+
+    from kgfed.endpoints import client
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    (first / "Foo_Bar-1.2.dist-info").mkdir(parents=True)
+    (first / "Foo_Bar-1.2.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: Foo_Bar\nVersion: 1.2\n\nVersion: 7\n")
+    (second / "foo.bar-9.9.dist-info").mkdir(parents=True)  # later on the path: not this one
+    (second / "foo.bar-9.9.dist-info" / "METADATA").write_text("Name: foo.bar\nVersion: 9.9\n")
+    (second / "baz_qux.egg-info").mkdir()
+    (second / "baz_qux.egg-info" / "PKG-INFO").write_text("Metadata-Version: 1.0\nName: baz-qux\nversion: 3.1\n")
+    (second / "solo.egg-info").write_text("Metadata-Version: 1.0\nName: solo\nVersion: 0.4\n")
+    monkeypatch.setattr(sys, "path", [str(first), str(second), *sys.path])
+    names = ["foo-bar", "FOO.BAR", "baz-qux", "solo"]
+    assert [client._version(name) for name in names] == [version(name) for name in names] == ["1.2", "1.2", "3.1", "0.4"]
+    assert client._listed_versions("foo_bar", "solo", "absent-x") == {"foo_bar": "1.2", "solo": "0.4"}
+
+
 def test_the_clients_log_records_name_the_line_that_logged(caplog):
     """`log` imports logging only when needed; with logging configured, records are as before (name, caller)."""
     import asyncio
