@@ -9,7 +9,11 @@ construction and a thread hop is the whole cost. A query written by an untrusted
 worker processes (`QueryWorkers`, `oxiworker`) that each hold a copy of the store, loaded once. pyoxigraph
 cannot interrupt a running query, so a query past its timeout, or whose caller gave up, is ended by
 killing its worker (its memory is freed with it) and a fresh worker is started in the background; a
-worker's address space is capped (`RLIMIT_AS`) at what the load left it plus `memory_mb`.
+worker's address space is capped (`RLIMIT_AS`) at what the load left it plus `memory_mb`, and an answer
+larger than `max_bytes` (the HTTP transport's cap, `transport.MAX_BODY_BYTES`) is never read: its worker is
+killed and the caller hears so in one line. `KG.select` (and so `kgfed query`) runs every query it is given on
+a file store this way, under the KG's `--timeout` and `--query-memory` (`HttpOptions`); the defaults are
+written once, in `endpoints.options`.
 """
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ import pyoxigraph as ox
 
 from ..sparql.errors import Closed, EndpointError, EndpointTimeout, UnknownEndpoint
 from ..sparql.results import RDF_LANG_STRING, SelectResult, Term, ask_result, parse_sparql_json
+from .options import DEFAULT_QUERY_MEMORY_MB, DEFAULT_QUERY_WORKERS, DEFAULT_TIMEOUT
+from .transport import MAX_BODY_BYTES
 
 log = logging.getLogger("kgfed.embedded")
 
@@ -205,7 +211,7 @@ class EmbeddedEndpoint:
             raise Closed(f"{self.name} is closed: open a new KG")
         limits = _BOUNDS.get()
         if limits is not None:
-            return await self._workers_for(limits).select(query, limits.timeout)
+            return await self._workers_for(limits).select(query, limits.timeout, limits.max_bytes)
         template = "VALUES" in query
         if template and self._store is not None and self._typical < self.inline_below:
             return self._timed(query)
@@ -239,26 +245,46 @@ class EmbeddedEndpoint:
 # -- bounded queries in killable worker processes --------------------------------------------------
 @dataclass(frozen=True)
 class Bounds:
-    """Limits of an untrusted caller's query: seconds, extra memory of its worker, workers per store."""
+    """Limits of an untrusted caller's query: seconds, extra memory of its worker, workers per store, bytes of
+    its answer (defaults: `endpoints.options`, the HTTP transport's body cap)."""
 
-    timeout: float = 60.0
-    memory_mb: int = 512
-    workers: int = 2
+    timeout: float = DEFAULT_TIMEOUT
+    memory_mb: int = DEFAULT_QUERY_MEMORY_MB
+    workers: int = DEFAULT_QUERY_WORKERS
+    max_bytes: int = MAX_BODY_BYTES
 
 
 _BOUNDS: ContextVar[Bounds | None] = ContextVar("kgfed_embedded_bounds", default=None)
 
 
 @contextlib.contextmanager
-def bounded(timeout: float = 60.0, memory_mb: int = 512, workers: int = 2) -> Iterator[Bounds]:
+def bounded(timeout: float = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_QUERY_MEMORY_MB,
+            workers: int = DEFAULT_QUERY_WORKERS, max_bytes: int = MAX_BODY_BYTES) -> Iterator[Bounds]:
     """Queries an embedded store gets inside this block run in a killable worker process under these limits
     (tasks started inside inherit it). HTTP endpoints ignore it: the server and `--timeout` bound them."""
-    limits = Bounds(float(timeout), int(memory_mb), max(1, int(workers)))
+    limits = Bounds(float(timeout), int(memory_mb), max(1, int(workers)), max(1, int(max_bytes)))
     token = _BOUNDS.set(limits)
     try:
         yield limits
     finally:
         _BOUNDS.reset(token)
+
+
+def current_bounds() -> Bounds | None:
+    """The limits of the enclosing `bounded(...)` block (None outside one)."""
+    return _BOUNDS.get()
+
+
+class _TooLarge(Exception):
+    """A worker's answer is larger than the caller's `max_bytes` (it is not read)."""
+
+    def __init__(self, size: int):
+        super().__init__(size)
+        self.size = size
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.3g} MiB"
 
 
 class _Worker:
@@ -268,18 +294,26 @@ class _Worker:
         self.proc = proc
         self.note = note
 
-    async def ask(self, query: str) -> tuple[bytes, bytes]:
+    async def ask(self, query: str, max_bytes: int = MAX_BODY_BYTES) -> tuple[bytes, bytes]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         payload = query.encode("utf-8")
         self.proc.stdin.write(b"Q" + struct.pack(">I", len(payload)) + payload)
         await self.proc.stdin.drain()
         head = await self.proc.stdout.readexactly(5)
-        return head[:1], await self.proc.stdout.readexactly(struct.unpack(">I", head[1:])[0])
+        size = struct.unpack(">I", head[1:])[0]
+        if size > max_bytes:  # the worker made it within its memory ceiling; the caller never holds it
+            raise _TooLarge(size)
+        return head[:1], await self.proc.stdout.readexactly(size)
 
     def kill(self) -> None:
+        """End the process and close its pipes now (no transport is left for the garbage collector to find
+        after the event loop closed: a `kgfed query` ends its loop right after its last answer)."""
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
+        transport = getattr(self.proc, "_transport", None)  # asyncio's Process keeps its SubprocessTransport private
+        if transport is not None:
+            transport.close()
 
 
 _ALL_WORKERS: weakref.WeakSet[QueryWorkers] = weakref.WeakSet()
@@ -301,8 +335,8 @@ class QueryWorkers:
     interpreter) and are replaced in the background when one is killed or dies.
     """
 
-    def __init__(self, paths: Sequence[str] | None, *, store: ox.Store | None = None, size: int = 2,
-                 memory_mb: int = 512, name: str = "the embedded store"):
+    def __init__(self, paths: Sequence[str] | None, *, store: ox.Store | None = None, size: int = DEFAULT_QUERY_WORKERS,
+                 memory_mb: int = DEFAULT_QUERY_MEMORY_MB, name: str = "the embedded store"):
         self.paths = list(paths or [])
         self._dump = None if self.paths else store.dump(format=ox.RdfFormat.N_QUADS) if store is not None else b""
         self.size = size
@@ -311,6 +345,7 @@ class QueryWorkers:
         self._idle: asyncio.Queue[_Worker | str] | None = None
         self._all: set[_Worker] = set()
         self._starting: set[asyncio.Task] = set()
+        self._ended: set[_Worker] = set()  # killed workers: their processes are waited for in `aclose`
         self._closed = False
         self.stats = {"started": 0, "killed": 0, "died": 0}
         self.load_seconds: list[float] = []
@@ -330,9 +365,11 @@ class QueryWorkers:
                 await proc.stdin.drain()
             head = await proc.stdout.readexactly(5)
             worker.note = (await proc.stdout.readexactly(struct.unpack(">I", head[1:])[0])).decode()
-        except BaseException:
+        except BaseException:  # cancelled while it loaded (the pool closing): end it and reap it
             worker.kill()
             self._all.discard(worker)
+            with contextlib.suppress(BaseException):
+                await proc.wait()
             raise
         self.stats["started"] += 1
         self.load_seconds.append(time.perf_counter() - started)
@@ -367,8 +404,9 @@ class QueryWorkers:
                 self._replace()
         return self._idle
 
-    async def select(self, query: str, timeout: float) -> SelectResult:
-        """The answer from a worker within `timeout` seconds (waiting for a free worker included)."""
+    async def select(self, query: str, timeout: float, max_bytes: int = MAX_BODY_BYTES) -> SelectResult:
+        """The answer from a worker within `timeout` seconds (waiting for a free worker included), at most
+        `max_bytes` of SPARQL-JSON."""
         if self._closed:
             raise Closed(f"{self.name} is closed: open a new KG")
         idle = self._ensure()
@@ -380,7 +418,7 @@ class QueryWorkers:
                     self._replace()
                     raise EndpointError(f"{got}: check the installation (python -m kgfed.endpoints.oxiworker)")
                 worker = got
-                kind, payload = await worker.ask(query)
+                kind, payload = await worker.ask(query, max_bytes)
         except TimeoutError:
             if worker is None:
                 raise EndpointTimeout(f"every query worker of the embedded store was busy for {timeout:g} s: "
@@ -388,6 +426,12 @@ class QueryWorkers:
             self._discard(worker, "killed")
             raise EndpointTimeout(f"the query ran over {timeout:g} s and was stopped: narrow it (a LIMIT, fewer "
                                   "joins, a bounded path) or raise --timeout") from None
+        except _TooLarge as exc:
+            assert worker is not None
+            self._discard(worker, "killed")
+            raise EndpointError(f"the query's answer passed {_mib(max_bytes)} ({_mib(exc.size)}; the cap of any "
+                                "answer, as for HTTP endpoints) and was not read: ask for less (a LIMIT, fewer "
+                                "variables)") from None
         except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError):
             assert worker is not None
             code = await worker.proc.wait()
@@ -407,6 +451,8 @@ class QueryWorkers:
     def _discard(self, worker: _Worker, why: str) -> None:
         worker.kill()
         self._all.discard(worker)
+        self._ended = {w for w in self._ended if w.proc.returncode is None}  # the loop reaped the others
+        self._ended.add(worker)  # reaped by `aclose` if the loop has not done it by then
         self.stats[why] += 1
         self._replace()
 
@@ -422,8 +468,12 @@ class QueryWorkers:
             worker.kill()
 
     async def aclose(self) -> None:
+        starting = list(self._starting)
         self.close()
-        for worker in list(self._all):
+        # a worker cancelled while it started: let asyncio end the process it may have made (its own cleanup)
+        await asyncio.gather(*starting, return_exceptions=True)
+        for worker in [*self._all, *self._ended]:
             with contextlib.suppress(Exception):
                 await worker.proc.wait()
         self._all.clear()
+        self._ended.clear()

@@ -13,11 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["HttpOptions", "DEFAULT_TIMEOUT", "DEFAULT_PER_HOST", "DEFAULT_RETRIES"]
+__all__ = ["HttpOptions", "DEFAULT_TIMEOUT", "DEFAULT_PER_HOST", "DEFAULT_RETRIES", "DEFAULT_QUERY_MEMORY_MB",
+           "DEFAULT_QUERY_WORKERS"]
 
 DEFAULT_TIMEOUT = 60.0  # seconds per request (WDQS's own per-query limit)
 DEFAULT_PER_HOST = 16  # requests in flight to a host without published rules (a local Virtuoso/Oxigraph)
 DEFAULT_RETRIES = 4  # retries of a 5xx answer or a dropped connection, with exponential backoff
+# A caller's query on a file store (`KG.select`, `kgfed query`, the MCP `sparql` tool) runs in a killable worker
+# process (`endpoints.embedded.bounded`): at most `timeout` seconds, this much memory on top of the loaded store.
+DEFAULT_QUERY_MEMORY_MB = 512
+DEFAULT_QUERY_WORKERS = 2  # worker processes per file store (each holds a copy of it): queries at once
 
 
 def _deprecated_mapping(name: str) -> None:
@@ -35,7 +40,8 @@ class HttpOptions:
     `concurrency` (the CLI's `--concurrency`) caps every host, the polite public ones included (it can
     lower WDQS's 5, never raise a Wikimedia API host's 3); None leaves each host its own default (WDQS 5,
     QLever 4, Wikimedia APIs 3, others `per_host`). `user_agent` None builds kgfed's User-Agent around
-    `contact` (else `$KGFED_CONTACT`, else the config file's `contact`)."""
+    `contact` (else `$KGFED_CONTACT`, else the config file's `contact`). `timeout` and `query_memory_mb` also
+    bound a caller's query on a file store (`KG.select`, run in a killable worker process)."""
 
     timeout: float = DEFAULT_TIMEOUT
     user_agent: str | None = None
@@ -43,6 +49,7 @@ class HttpOptions:
     concurrency: int | None = None
     per_host: int = DEFAULT_PER_HOST  # the cap for hosts without published rules when `concurrency` is None
     retries: int = DEFAULT_RETRIES
+    query_memory_mb: int = DEFAULT_QUERY_MEMORY_MB  # a file store's worker: memory a caller's query may add (--query-memory)
 
     @classmethod
     def from_options(cls, options) -> HttpOptions:

@@ -22,7 +22,8 @@ from ...sparql.errors import KgfedError
 from ...sparql.secrets import redact
 from .. import __version__
 from .options import (  # noqa: F401 - the shared options' names, importable from here as in 0.2
-    FRACTIONS, PORTS, ZERO_ALLOWED, add_cache_options, add_source_options, cache_options, check_numbers, check_writable,
+    FRACTIONS, PORTS, ZERO_ALLOWED, add_cache_options, add_query_memory_option, add_source_options, cache_options,
+    check_numbers, check_writable,
     fraction, http_options, nonnegative_int, open_client, open_kg, port, positive_float, positive_int,
 )
 
@@ -232,6 +233,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     p.add_argument("--file", help="read the query from a file")
     p.add_argument("--rewrite", action="store_true", help="rewrite Virtuoso-dialect gold SPARQL for standard engines")
     add_source_options(p)
+    add_query_memory_option(p)  # with --timeout, the bounds of a query on a file store
 
     p = command("demo", cmd_demo, "offline tour of the bundled demo KGs")
     add_cache_options(p)

@@ -35,7 +35,7 @@ class ParamAction(argparse._AppendAction):
     def __call__(self, parser, namespace, values, option_string=None):
         super().__call__(parser, namespace, values, option_string)
         if isinstance(values, str) and values.strip().lower() in HELP_WORDS:
-            parser.listing_instead = lambda: listing_for(namespace)  # type: ignore[attr-defined]
+            parser.listing_instead = lambda: listing_for(namespace)
 
 
 HELP_WORDS = ("help", "list")

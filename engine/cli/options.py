@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...cache.options import CacheOptions
-from ...endpoints.options import DEFAULT_TIMEOUT, HttpOptions
+from ...endpoints.options import DEFAULT_QUERY_MEMORY_MB, DEFAULT_TIMEOUT, HttpOptions
 from ...sparql.errors import KgfedError
 from ..config import AlignOptions
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..harness.runner import RunSpec
     from ..kg.facade import KG
 
-__all__ = ["add_source_options", "add_cache_options", "http_options", "cache_options", "align_options", "run_spec",
+__all__ = ["add_source_options", "add_cache_options", "add_query_memory_option", "query_memory", "http_options", "cache_options", "align_options", "run_spec",
            "open_kg", "open_client", "check_writable", "check_numbers", "positive_int", "nonnegative_int",
            "positive_float", "fraction", "port"]
 
@@ -110,6 +110,19 @@ def fraction(text: str) -> float:
     return _number(float, text, 0, 1)
 
 
+def query_memory(text: str) -> int:
+    """argparse type: MB a query on a file store may use on top of the loaded store (64 MB to 1 TB)."""
+    return _number(int, text, 64, 1 << 20)
+
+
+def add_query_memory_option(parser: argparse.ArgumentParser) -> None:
+    """--query-memory: a caller's query on a file store runs in a worker process ended past this much memory
+    (and past --timeout); the default is `HttpOptions.query_memory_mb`."""
+    parser.add_argument("--query-memory", type=query_memory, default=DEFAULT_QUERY_MEMORY_MB, metavar="MB",
+                        help="on a file store: memory the query may use on top of the loaded store, in MB (default "
+                             f"{DEFAULT_QUERY_MEMORY_MB}; its worker process is ended past it, or past --timeout)")
+
+
 def port(text: str) -> int:
     """argparse type: a TCP port 1-65535."""
     return _number(int, text, 1, 65535)
@@ -150,8 +163,10 @@ def check_numbers(parser: argparse.ArgumentParser) -> None:
 def http_options(args: argparse.Namespace) -> HttpOptions:
     """`HttpOptions` from --timeout/--user-agent/--contact/--concurrency (absent options: its defaults)."""
     timeout = getattr(args, "timeout", None)
+    memory = getattr(args, "query_memory", None)
     return HttpOptions(timeout=DEFAULT_TIMEOUT if timeout is None else timeout, user_agent=getattr(args, "user_agent", None),
-                       contact=getattr(args, "contact", None), concurrency=getattr(args, "concurrency", None))
+                       contact=getattr(args, "contact", None), concurrency=getattr(args, "concurrency", None),
+                       query_memory_mb=DEFAULT_QUERY_MEMORY_MB if memory is None else memory)
 
 
 def cache_options(args: argparse.Namespace) -> CacheOptions:

@@ -21,6 +21,8 @@ and a closed KG refuses new calls with `Closed`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -33,6 +35,7 @@ from ...cache.options import CacheOptions
 from ...cache.responses import CachedEndpoint, ResponseCache, compact
 from ...endpoints.base import Endpoint
 from ...endpoints.client import DEFAULT_USER_AGENT, TOKEN_ENV, HttpClient
+from ...endpoints.embedded import Bounds, bounded, current_bounds
 from ...endpoints.options import HttpOptions
 from ...endpoints.profiles import resolve_endpoint
 from ...sparql import terms
@@ -142,6 +145,9 @@ def _sequence(items, what: str, example: str) -> list:
     return list(items)
 
 
+_NO_BOUNDS = contextlib.nullcontext()
+
+
 class KG:
     """One knowledge graph behind one endpoint, speaking one dialect, with a response cache."""
 
@@ -187,6 +193,7 @@ class KG:
         self._triples: set[Triple] = set()  # (entity, relation, direction) triples already found valid
         self._follow: dict[str, bool] = {}  # relation -> listed by relations() (filter and dialect allow it)
         self._has_qualifiers: bool | None = None  # the store holds qualifier properties at all (probed once)
+        self.query_bounds = Bounds()  # a caller's query on a file store (`select`); KG.open sets the run's
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -231,8 +238,11 @@ class KG:
         store = shared if shared is not None else ResponseCache(cache.root) if own_cache else None
         policy = {"offline": cache.offline, "refresh": cache.refresh,
                   "max_age": "auto" if cache.max_age is None else cache.max_age, **policy}
-        return cls(endpoint, chosen, name=name, cache=store, client=client if owned else None,
-                   own_cache=own_cache, fallbacks=backups, **policy, **options)
+        kg = cls(endpoint, chosen, name=name, cache=store, client=client if owned else None,
+                 own_cache=own_cache, fallbacks=backups, **policy, **options)
+        memory = http.query_memory_mb if isinstance(http, HttpOptions) else HttpOptions().query_memory_mb
+        kg.query_bounds = Bounds(timeout=float(client.timeout), memory_mb=memory)
+        return kg
 
     async def __aenter__(self) -> KG:
         return self
@@ -290,8 +300,19 @@ class KG:
 
     # -- raw -------------------------------------------------------------------------------------
     async def select(self, query: str) -> SelectResult:
-        """Run any SELECT/ASK through the cache; the answer is checked against the query's form and variables."""
+        """Run any SELECT/ASK through the cache; the answer is checked against the query's form and variables.
+
+        The query is the caller's, so on a file store it is bounded as the MCP server bounds an agent's: it
+        runs in a killable worker process for at most `query_bounds.timeout` seconds (the KG's `--timeout`),
+        with `query_bounds.memory_mb` MB on top of the loaded store (`--query-memory`), its answer at most the
+        cap of any answer (256 MiB); past one, a one-line `EndpointError` naming it and the fix. Inside the
+        caller's own `endpoints.embedded.bounded(...)` block, that block's limits hold."""
         self._check_open()
+        with bounded(**dataclasses.asdict(self.query_bounds)) if current_bounds() is None else _NO_BOUNDS:
+            return await self._select(query)
+
+    async def _select(self, query: str) -> SelectResult:
+        """`select` unbounded: kgfed's own template queries (bounded by construction)."""
         if len(self._routes) == 1:
             return await self.endpoint.select(query)
         return (await self._routed(lambda cached, _: cached.select(query)))[0]
@@ -655,7 +676,7 @@ class KG:
         if not self.supports("qualifiers"):
             return False
         if self._has_qualifiers is None:
-            self._has_qualifiers = bool((await self.select(self.dialect.qualifier_probe())).rows)
+            self._has_qualifiers = bool((await self._select(self.dialect.qualifier_probe())).rows)
         return self._has_qualifiers
 
     async def qualifiers(self, pairs: Sequence[tuple[str, str]]) -> AnswerMap:
