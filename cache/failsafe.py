@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from ..sparql.secrets import strip_credentials
-from .root import CacheError, CacheSpec, Store, StoreClosed, open_store
+from .root import CacheError, CacheSpec, DiskStore, Store, StoreClosed, open_store
 
-__all__ = ["FailSafeStore", "failsafe", "open_failsafe"]
+__all__ = ["FailSafeStore", "failsafe", "open_failsafe", "open_failsafe_at"]
 
 log = logging.getLogger("kgfed.cache")
 T = TypeVar("T")
@@ -153,12 +153,21 @@ def failsafe(store: Store, kind: str) -> FailSafeStore:
 def open_failsafe(spec: CacheSpec | str | os.PathLike[str] | None, kind: str, **options: Any) -> FailSafeStore:
     """`root.open_store(spec, kind, **options)`, guarded; a store that cannot be opened (a full or read-only
     disk, Redis not answering) is one warning and a store that keeps nothing, and the run goes on."""
+    root = CacheSpec.of(spec)
+    location = str(root.directory(kind)) if root.backend == "disk" else strip_credentials(root.location)
+    return _opened(lambda: open_store(root, kind, **options), kind, location)
+
+
+def open_failsafe_at(directory: str | os.PathLike[str], kind: str, **options: Any) -> FailSafeStore:
+    """A `root.DiskStore` in `directory` (a run's own `embeddings_dir`, say), guarded as `open_failsafe`."""
+    return _opened(lambda: DiskStore(directory, **options), kind, os.fspath(directory))
+
+
+def _opened(opener: Callable[[], Store], kind: str, location: str) -> FailSafeStore:
     try:
-        return FailSafeStore(open_store(spec, kind, **options), kind)
+        return FailSafeStore(opener(), kind)
     except StoreClosed:
         raise
     except CacheError as exc:
-        spec = CacheSpec.of(spec)
-        location = str(spec.directory(kind)) if spec.backend == "disk" else strip_credentials(spec.location)
         log.warning("kgfed: warning: %s; this run goes on without storing %s", exc, WHAT.get(kind, "entries"))
         return FailSafeStore(None, kind, location=location, failed=str(exc))

@@ -216,6 +216,13 @@ class Session:
         self._embedder, self._embedder_made = value, True
 
     def _embeddings_location(self) -> Store | str | bool:
+        if isinstance(self.embeddings, str):  # a run's own directory: opened here, so a full disk fails softly
+            from ..cache.failsafe import open_failsafe_at
+
+            key = f"embeddings@{self.embeddings}"
+            if key not in self._stores:
+                self._stores[key] = open_failsafe_at(self.embeddings, "embeddings")
+            return self._stores[key]
         if self.embeddings is not None:
             return self.embeddings
         return self.store("embeddings") if self.cache.enabled else False  # the root's store: on Redis too

@@ -148,3 +148,27 @@ def test_a_closed_store_still_raises_closed(tmp_path):
     with pytest.raises(StoreClosed):
         store.get("k")
     assert store.write_failed is None and store.read_failed is None
+
+
+async def test_a_runs_own_embeddings_directory_on_a_full_disk_is_one_warning(tiny_disk, caplog):
+    """`kgfed run` pins the vectors to a directory (`RunSpec.embeddings_dir`): the session opens it as a guarded
+    store when the embedder is first made, so a disk already full then is one warning, not a failed question."""
+    directory = tiny_disk.path / "cache" / "embeddings"
+    async with Session(cache=CacheOptions(root=str(tiny_disk.path / "cache")), embeddings=str(directory)) as session:
+        fill(tiny_disk)
+        with caplog.at_level(logging.WARNING, logger="kgfed.cache"):
+            store = session._embeddings_location()
+            assert session._embeddings_location() is store  # opened once
+            vectors = VectorStore(store, owned=False)
+            assert vectors.add_many("m", [("a", b"\2" * 1536)]) == [b"\2" * 1536] and vectors.get_many("m", ["a"]) == {}
+    warnings = cache_warnings(caplog)
+    assert len(warnings) == 1 and warnings[0].startswith(f"kgfed: warning: cannot open the cache at {directory} (")
+    assert "--cache-dir" in warnings[0] and isinstance(store, FailSafeStore) and store.inner is None
+
+
+async def test_a_runs_own_embeddings_directory_with_room_keeps_the_vectors(tmp_path):
+    directory = tmp_path / "emb"
+    async with Session(cache=CacheOptions(root=str(tmp_path / "cache")), embeddings=str(directory)) as session:
+        vectors = VectorStore(session._embeddings_location(), owned=False)
+        vectors.add_many("m", [("a", b"\3" * 1536)])
+    assert VectorStore(DiskStore(directory)).get_many("m", ["a"]) == {"a": b"\3" * 1536}  # closed, kept on disk
