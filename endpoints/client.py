@@ -30,6 +30,7 @@ Wikimedia's rules shape the defaults:
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import os
 import random
@@ -215,6 +216,7 @@ _WIKIMEDIA_DOMAINS = ("wikidata.org", "wikipedia.org", "wikimedia.org", "mediawi
 _warned_no_contact = False
 
 
+@functools.lru_cache(maxsize=256)  # asked three times a request (8 µs of the drop-in's ~0.4 ms CPU a query)
 def is_wikimedia(host: str) -> bool:
     """A host run by the Wikimedia Foundation (its User-Agent and robot policies apply)."""
     host = host.split(":")[0].lower()
