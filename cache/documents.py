@@ -284,7 +284,7 @@ class DocumentCache:
     first. A failing store costs a warning, never an answer.
     """
 
-    linger, batch_size = 0.05, 2048
+    linger, batch_size = 0.2, 2048
     FILE = TableStore.FILE
 
     def __init__(self, store: Store | str | os.PathLike[str] | CacheSpec, *, close_store: bool = True):
