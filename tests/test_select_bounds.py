@@ -95,3 +95,13 @@ async def test_a_sessions_kgs_take_its_query_memory(tmp_path):
         assert (kg.query_bounds.timeout, kg.query_bounds.memory_mb) == (9.0, 200)
         assert (await kg.select("ASK { ?s ?p ?o }")).boolean is True
         assert kg.endpoint.inner._workers.memory_mb == 200
+
+
+async def test_bound_false_runs_kgfeds_own_queries_in_process():
+    """`kgfed extract` renders its queries itself: they run in this process (no worker loads the store again)."""
+    query = f'SELECT ?s ?o WHERE {{ ?s <{NAME}> ?o FILTER(LANG(?o) = "en") }} ORDER BY ?s ?o LIMIT 5'
+    async with KG.open(f"file:{need(CWQ_NT)}", cache=False) as kg:
+        got = await kg.select(query, bound=False)
+        assert kg.endpoint.inner._workers is None and len(got.rows) == 5
+        assert [r["s"].value for r in (await kg.select(query)).rows] == [r["s"].value for r in got.rows]
+        assert kg.endpoint.inner._workers is not None  # the caller's form went to a worker

@@ -278,7 +278,7 @@ class Extractor:
             # ordered, so every engine keeps the same far ends (a bare LIMIT keeps whichever come first)
             queries.append((direction, self.dialect.neighbors([(node, relation)], direction)
                             + f" ORDER BY STR(?x) LIMIT {self.caps.per_relation}"))
-        results = await asyncio.gather(*(self.kg.select(q) for _, q in queries))
+        results = await asyncio.gather(*(self.kg.select(q, bound=False) for _, q in queries))
         names: dict[str, bool] = {}
         typed_only: dict[str, bool] = {}
         for (direction, _), result in zip(queries, results):
@@ -335,7 +335,7 @@ class Extractor:
     async def _select_split(self, render: Callable[[Sequence[str]], str], items: Sequence[str],
                             report: dict[str, Any]) -> list[dict[str, Term]]:
         """Rows of `render(items)`; a partial answer (row cap, timeout) is asked again in halves."""
-        result: SelectResult = await self.kg.select(render(items))
+        result: SelectResult = await self.kg.select(render(items), bound=False)
         if not result.partial:
             return result.rows
         if len(items) == 1:
@@ -350,7 +350,7 @@ class Extractor:
         """Types of the boundary nodes (their other edges are beyond the hop limit)."""
         pairs = [(n, t) for n in nodes for t in self.caps.type_relations]
         queries = [self.dialect.neighbors(batch, "out") for batch in _chunks(pairs, self.caps.batch_size)]
-        for result in await asyncio.gather(*(self.kg.select(q) for q in queries)):
+        for result in await asyncio.gather(*(self.kg.select(q, bound=False) for q in queries)):
             report["partial"] += bool(result.partial)
             for row in result.rows:
                 if {"e", "r", "x"} <= row.keys():
@@ -363,7 +363,7 @@ class Extractor:
         """Names and aliases (and descriptions when asked) of every node; returns the named ones."""
         queries = [self.dialect.labels(batch) for batch in _chunks(nodes, self.caps.batch_size)]
         named: set[str] = set()
-        for result in await asyncio.gather(*(self.kg.select(q) for q in queries)):
+        for result in await asyncio.gather(*(self.kg.select(q, bound=False) for q in queries)):
             for row in result.rows:
                 node = row.get("id")
                 if node is None:
@@ -386,7 +386,7 @@ class Extractor:
         queries = [f"SELECT ?prop ?d WHERE {{\n  VALUES ?d {{ {' '.join(batch)} }}\n  ?prop <{WIKIBASE}directClaim> ?d .\n}}"
                    for batch in _chunks(claims, self.caps.batch_size)]
         props: set[str] = set()
-        for result in await asyncio.gather(*(self.kg.select(q) for q in queries)):
+        for result in await asyncio.gather(*(self.kg.select(q, bound=False) for q in queries)):
             for row in result.rows:
                 if {"prop", "d"} <= row.keys() and (prop := self._entity(row["prop"])):
                     self._add(out, row["prop"], Term("uri", WIKIBASE + "directClaim"), row["d"])

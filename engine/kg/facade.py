@@ -299,15 +299,19 @@ class KG:
         return [cached.name for cached, _ in self._routes]
 
     # -- raw -------------------------------------------------------------------------------------
-    async def select(self, query: str) -> SelectResult:
+    async def select(self, query: str, *, bound: bool = True) -> SelectResult:
         """Run any SELECT/ASK through the cache; the answer is checked against the query's form and variables.
 
         The query is the caller's, so on a file store it is bounded as the MCP server bounds an agent's: it
         runs in a killable worker process for at most `query_bounds.timeout` seconds (the KG's `--timeout`),
         with `query_bounds.memory_mb` MB on top of the loaded store (`--query-memory`), its answer at most the
         cap of any answer (256 MiB); past one, a one-line `EndpointError` naming it and the fix. Inside the
-        caller's own `endpoints.embedded.bounded(...)` block, that block's limits hold."""
+        caller's own `endpoints.embedded.bounded(...)` block, that block's limits hold. `bound=False` runs it
+        in this process, as the 1-hop templates run: for queries kgfed renders itself (`kgfed extract`'s,
+        bounded by construction), where the workers' second and third copy of the store cost time for nothing."""
         self._check_open()
+        if not bound:
+            return await self._select(query)
         with bounded(**dataclasses.asdict(self.query_bounds)) if current_bounds() is None else _NO_BOUNDS:
             return await self._select(query)
 
