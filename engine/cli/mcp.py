@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 
+from ...endpoints.options import DEFAULT_QUERY_MEMORY_MB
 from ...sparql.errors import KgfedError
 
 
@@ -29,9 +30,9 @@ def register(command, add_source_options, add_cache_options) -> None:
                    help="LLM calls in flight at once for all ask tool calls together (default: no cap of kgfed's own)")
     p.add_argument("--text-source", help="text of the context tool: wikipedia | demo | file:PATH.jsonl "
                                          "(default: wikipedia beside a live endpoint, else the demo extracts)")
-    p.add_argument("--query-memory", type=int, default=512, metavar="MB",
+    p.add_argument("--query-memory", type=int, default=DEFAULT_QUERY_MEMORY_MB, metavar="MB",
                    help="sparql tool on a file store: memory one query may use on top of the loaded store, in MB "
-                        "(default 512; the query's worker process is ended past it)")
+                        f"(default {DEFAULT_QUERY_MEMORY_MB}; the query's worker process is ended past it)")
     p.add_argument("--query-workers", type=int, default=2, metavar="N",
                    help="sparql tool: queries run at once (and worker processes per file store; default 2)")
     add_kg_options(p)

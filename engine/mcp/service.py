@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...endpoints.options import DEFAULT_QUERY_MEMORY_MB
 from ...sparql.dialects import COMPOUND_SEP
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from ...sparql.guard import ServicePolicy, analyse
@@ -40,7 +41,7 @@ class ServerOptions:
     transport: str = "stdio"  # or "http": streamable HTTP on 127.0.0.1:`port`
     port: int = 8765
     query_timeout: float | None = None  # sparql on a file store: seconds per query (None: http.timeout, i.e. --timeout)
-    query_memory_mb: int = 512  # sparql on a file store: memory a query's worker may add to the loaded store
+    query_memory_mb: int = DEFAULT_QUERY_MEMORY_MB  # sparql on a file store: memory a query's worker may add to the loaded store
     query_workers: int = 2  # sparql: queries at once (and worker processes per file store)
 
 
