@@ -281,7 +281,8 @@ class DocumentCache:
     seconds after the first queued answer (or `batch_size` answers), checks each body (a complete
     SPARQL-JSON document of the query's form; refused ones are dropped), encodes it (`marshal`) and
     stores the batch with one `set_many`. An answer still queued is served to a repeat at once, checked
-    first. A failing store costs a warning, never an answer.
+    first. A failing store costs one warning, never an answer: after a write fails (a full disk), this
+    process stores no more answers (as the response cache switches itself off).
     """
 
     linger, batch_size = 0.2, 2048
@@ -368,10 +369,11 @@ class DocumentCache:
                         self._written.update(key for key, _ in rows)
                         if len(self._written) > 500_000:  # ~80 MB of keys: from now on the store answers every lookup
                             self._existed, self._written = True, set()
-            except CacheError as exc:  # a full disk must not stop the answers
+            except CacheError as exc:  # a full disk must not stop the answers: one warning, then no more writes
+                usable = False
                 warnings.warn(f"kgfed: the drop-in's cache in {self.directory} could not store {len(rows)} answers "
-                              f"({exc}); answers are still returned, free space or set KGFED_NO_CACHE=1", RuntimeWarning,
-                              stacklevel=2)
+                              f"({exc}); answers are still returned, uncached from now on in this process: free space "
+                              "or set KGFED_NO_CACHE=1", RuntimeWarning, stacklevel=2)
             finally:
                 for key, queued in taken.items():
                     if self._pending.get(key) is queued:  # not replaced meanwhile by a newer answer

@@ -172,3 +172,26 @@ async def test_a_runs_own_embeddings_directory_with_room_keeps_the_vectors(tmp_p
         vectors = VectorStore(session._embeddings_location(), owned=False)
         vectors.add_many("m", [("a", b"\3" * 1536)])
     assert VectorStore(DiskStore(directory)).get_many("m", ["a"]) == {"a": b"\3" * 1536}  # closed, kept on disk
+
+
+def test_the_drop_ins_cache_on_a_full_disk_warns_once_and_stops_storing(tiny_disk):
+    """The SPARQLWrapper drop-in's document cache: a batch that cannot be stored is one warning, later batches
+    are not tried (no warning per batch), and what was stored before the disk filled is still served."""
+    from kgfed.cache.documents import DocumentCache
+
+    body = b'{"head": {"vars": ["x"]}, "results": {"bindings": []}}'
+    entry = (200, [("Content-Type", "application/sparql-results+json")], body)
+    cache = DocumentCache(tiny_disk.path / "sparqlwrapper")
+    cache.put("before", entry, "SELECT")
+    cache.flush()
+    assert cache.get("before", "SELECT") == entry
+    fill(tiny_disk)
+    with pytest.warns(RuntimeWarning) as caught:
+        for batch in range(3):
+            for i in range(50):
+                cache.put(f"after-{batch}-{i}-" + "k" * 4000, entry, "SELECT")
+            cache.flush()
+    messages = [str(w.message) for w in caught if "drop-in" in str(w.message)]
+    assert len(messages) == 1 and "uncached from now on" in messages[0] and "KGFED_NO_CACHE=1" in messages[0]
+    assert cache.get("before", "SELECT") == entry and cache.get("after-2-0-" + "k" * 4000, "SELECT") is None
+    cache.close()
