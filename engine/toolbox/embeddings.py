@@ -214,9 +214,9 @@ def encode_texts(path: str | os.PathLike | None, texts: Sequence[str], batch_siz
     """(n, dim) float32 unit vectors of `texts` (in order), encoded by `path`'s model (default: the bundled one).
 
     The batches are the ones the encoder's own `encode` would form (on torch `SentenceTransformer.encode`'s:
-    longest first by characters, `batch_size` each; on ONNX its `batches`: by tokens, cut to pad least), so
-    every vector is bit for bit what one `encode` call gives; they are shared out among the free replicas, the calling thread working
-    on one and a daemon thread on each other."""
+    longest first by characters, `batch_size` each; on ONNX its `batches`: by tokens, cut to pad least, each
+    run with `encode_pass`), so every vector is bit for bit what one `encode` call gives; they are shared out
+    among the free replicas, the calling thread working on one and a daemon thread on each other."""
     import numpy as np
 
     if not texts:
@@ -243,8 +243,12 @@ def encode_texts(path: str | os.PathLike | None, texts: Sequence[str], batch_siz
                     k = next(pending, None)
                 if k is None:
                     return
-                vectors[k] = model.encode([texts[i] for i in batches[k]], batch_size=len(batches[k]),
-                                          normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+                group = [texts[i] for i in batches[k]]
+                if plan is not None:  # the encoder's own grouping: one pass each, not grouped again
+                    vectors[k] = model.encode_pass(group, normalize_embeddings=True)
+                else:
+                    vectors[k] = model.encode(group, batch_size=len(group), normalize_embeddings=True,
+                                              convert_to_numpy=True, show_progress_bar=False)
         except BaseException as exc:  # noqa: BLE001 - raised again on the calling thread
             errors.append(exc)
         finally:

@@ -26,7 +26,7 @@ file renamed into place), with a progress line on stderr.
 An encoder object has the slice of `SentenceTransformer`'s interface that `embeddings.encode_texts`
 uses: `encode(texts, batch_size=..., normalize_embeddings=True, convert_to_numpy=True,
 show_progress_bar=False)`, optionally `batches(texts, batch_size)` (the forward passes it would make; else
-longest first by characters, as `SentenceTransformer.encode`), plus `uses_torch` (whether torch's thread limit
+longest first by characters, as `SentenceTransformer.encode`) with `encode_pass(texts)` (one of them), plus `uses_torch` (whether torch's thread limit
 applies) and `replica()` (another encoder for a concurrent encoding: ONNX replicas share one session,
 whose `run` is thread-safe).
 """
@@ -346,13 +346,20 @@ class OnnxEncoder:
         listed: list[str] = [texts] if isinstance(texts, str) else list(texts)
         out: list = [None] * len(listed)
         for rows in self.batches(listed, batch_size):
-            block = self._forward([listed[i] for i in rows])
-            if normalize_embeddings or self.normalise:
-                block /= np.clip(np.linalg.norm(block, axis=1, keepdims=True), 1e-12, None)
+            block = self.encode_pass([listed[i] for i in rows], normalize_embeddings)
             for i, vector in zip(rows, block):
                 out[i] = vector
         vectors = np.array(out, dtype=np.float32) if out else np.zeros((0, 0), dtype=np.float32)
         return vectors[0] if single else vectors
+
+    def encode_pass(self, texts: Sequence[str], normalize_embeddings: bool = False) -> np.ndarray:
+        """(n, dim) float32 vectors of `texts` in one forward pass, as `batches` grouped them (not grouped again)."""
+        import numpy as np
+
+        block = self._forward(texts)
+        if normalize_embeddings or self.normalise:
+            block /= np.clip(np.linalg.norm(block, axis=1, keepdims=True), 1e-12, None)
+        return block
 
     def _forward(self, batch: Sequence[str]) -> np.ndarray:
         import numpy as np
