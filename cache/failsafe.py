@@ -68,29 +68,24 @@ class FailSafeStore:
                    else "every lookup in it is a miss from now on")
         log.warning("kgfed: warning: %s; %s", exc, outcome)
 
-    def _read(self, call: Callable[[Store], T], default: T) -> T:
+    def _guarded(self, call: Callable[[Store], T], default: T, *, writing: bool) -> T:
+        """`call(store)`, or `default` once writes (or reads) have failed; a first failure is `_failure`."""
         store = self.inner
-        if self.read_failed is not None or store is None:
+        if (self.write_failed if writing else self.read_failed) is not None or store is None:
             return default
         try:
             return call(store)
         except StoreClosed:  # its owner closed it: a shutdown, not a failing disk
             raise
         except CacheError as exc:
-            self._failure(exc, writing=False)
+            self._failure(exc, writing=writing)
             return default
 
+    def _read(self, call: Callable[[Store], T], default: T) -> T:
+        return self._guarded(call, default, writing=False)
+
     def _write(self, call: Callable[[Store], T], default: T) -> T:
-        store = self.inner
-        if self.write_failed is not None or store is None:
-            return default
-        try:
-            return call(store)
-        except StoreClosed:
-            raise
-        except CacheError as exc:
-            self._failure(exc, writing=True)
-            return default
+        return self._guarded(call, default, writing=True)
 
     # -- the Store protocol ----------------------------------------------------------------------------
     def get(self, key: str) -> bytes | None:
