@@ -23,16 +23,19 @@ ALLOWED: dict[str, set[str]] = {
     "engine.toolbox": {"sparql", "endpoints", "cache"},
     "engine.federation": {"sparql", "endpoints", "cache", "engine.kg", "engine.toolbox"},
     "engine.text": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox"},
-    "engine.methods": {"sparql", "endpoints", "cache", "engine.kg", "engine.toolbox", "engine.federation", "engine.text"},
+    # tool-using agents: tools and profiles over the KG facade, the loop over the LLM layer
+    "engine.agent": {"sparql", "endpoints", "cache", "engine.kg", "engine.toolbox"},
+    "engine.methods": {"sparql", "endpoints", "cache", "engine.kg", "engine.toolbox", "engine.federation", "engine.text",
+                       "engine.agent"},
     "engine.config": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.federation"},
     # the session owns a run's shared objects (client, KGs, stores, LLM, embedder, text): above what it opens,
     # below everything that obtains them from it
     "engine.session": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox", "engine.federation",
-                       "engine.text", "engine.methods", "engine.config"},
+                       "engine.text", "engine.methods", "engine.config", "engine.agent"},
     "engine.harness": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox", "engine.federation",
-                       "engine.text", "engine.methods", "engine.config", "engine.session"},
+                       "engine.text", "engine.methods", "engine.config", "engine.session", "engine.agent"},
     "engine.mcp": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox", "engine.federation",
-                   "engine.text", "engine.methods", "engine.config", "engine.session"},
+                   "engine.text", "engine.methods", "engine.config", "engine.session", "engine.agent"},
 }
 
 

@@ -1,4 +1,4 @@
-"""Reasoning methods over the engine (ToG, ToG-2, PoG, HydraRAG, INSES, PRoH) and their registry."""
+"""Reasoning methods over the engine (ToG, ToG-2, PoG, HydraRAG, INSES, PRoH, the tool-using agent) and their registry."""
 from __future__ import annotations
 
 import importlib
@@ -11,6 +11,7 @@ REGISTRY: dict[str, str] = {
     "hydra": ".hydra:HydraRAG",
     "inses": ".inses:INSES",
     "proh": ".proh:PRoH",
+    "agent": ".agent:Agent",
 }
 
 

@@ -10,7 +10,9 @@ providers and methods read them from one place. The providers themselves are in 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from ...cache.costs import charge
 from ...sparql.errors import LLMError
@@ -26,12 +28,53 @@ DEFAULT_MAX_TOKENS = 256  # ToG's --max_length
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One tool call of a reply: the provider's call id, the tool's name, and its arguments as the JSON text the
+    model wrote (Anthropic's `input` object is serialised; a text-protocol call that was not JSON keeps its text)."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message: `system`, `user`, `assistant` (its text and `tool_calls`) or `tool` (the result of the
+    call `tool_call_id`; `is_error` when the call was refused). Providers turn these into their wire shapes."""
+
+    role: str
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
+    is_error: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_json() for c in self.tool_calls]
+        if self.role == "tool":
+            out["tool_call_id"] = self.tool_call_id
+            out["is_error"] = self.is_error
+        return out
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Message:
+        calls = tuple(ToolCall(str(c["id"]), str(c["name"]), str(c["arguments"])) for c in doc.get("tool_calls") or ())
+        return cls(str(doc["role"]), str(doc.get("content") or ""), calls, str(doc.get("tool_call_id") or ""),
+                   bool(doc.get("is_error")))
+
+
+@dataclass(frozen=True)
 class Completion:
-    """One reply: its text and the tokens the provider counted."""
+    """One reply: its text, the tokens the provider counted, and (from `LLM.chat`) the tool calls it made."""
 
     text: str
     input_tokens: int = 0
     output_tokens: int = 0
+    tool_calls: tuple[ToolCall, ...] = field(default=())
 
 
 @dataclass
@@ -66,6 +109,7 @@ class LLM(ABC):
 
     name = "llm"
     available = True
+    native_tools = False  # whether `_chat` sends tools in the provider's own request shape (else the text protocol)
 
     def __init__(self, model: str = ""):
         self.model = model
@@ -102,6 +146,36 @@ class LLM(ABC):
     @abstractmethod
     async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None) -> Completion:
         """The provider call itself, without accounting."""
+
+    async def chat(self, messages: Sequence[Message], *, tools: Sequence[Mapping[str, Any]] = (), temperature: float,
+                   max_tokens: int = DEFAULT_MAX_TOKENS, stop: list[str] | None = None) -> Completion:
+        """Send a conversation with the tools the model may call; the reply's text and `tool_calls`.
+
+        `tools` are provider-neutral declarations {name, description, parameters (a JSON schema)}. Providers
+        with native tool calling (`native_tools`: Anthropic, OpenAI-compatible) send them in their own request
+        shape; the others use the text protocol of `llm_tools` (tools in the system message, calls written as
+        `<tool_call>{...}</tool_call>`, results as `<tool_response>`). Gate and accounting as `complete`.
+        """
+        extra = {"stop": list(stop)} if stop else {}
+        completion = await self.gate.call(lambda: self._chat(list(messages), tools=[dict(t) for t in tools],
+                                                              temperature=float(temperature), max_tokens=max_tokens,
+                                                              **extra), self.describe())
+        self.usage.add(completion)
+        charge("llm_calls")
+        charge("input_tokens", completion.input_tokens)
+        charge("output_tokens", completion.output_tokens)
+        return completion
+
+    async def _chat(self, messages: list[Message], *, tools: list[dict[str, Any]], temperature: float,
+                    max_tokens: int, stop: list[str] | None = None) -> Completion:
+        """The provider's chat call without accounting. By default the text protocol over `_complete`: the whole
+        conversation as one prompt (`llm_tools.as_prompt`), the reply's `<tool_call>` blocks read back."""
+        from .llm_tools import as_prompt, read_tool_calls
+
+        system, prompt = as_prompt(messages, tools)
+        extra = {"stop": list(stop)} if stop else {}
+        reply = await self._complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system, **extra)
+        return replace(reply, tool_calls=read_tool_calls(reply.text))
 
     async def aclose(self) -> None:  # noqa: B027 (a no-op default on purpose: not every provider holds connections)
         """Release connections (no-op by default)."""

@@ -1,0 +1,75 @@
+"""The `agent` method: an LLM calls a tool profile's tools over the run's KGs until it answers or its turns end.
+
+    kgfed run QUESTIONS --method agent --llm gold                       # the gold stand-in drives it (a ceiling)
+    kgfed ask "..." --method agent --llm anthropic --param tools=kgfed --param turns=7
+
+The turn budget defaults to 7: KG-R1 (Song et al., "Efficient and Transferable Agentic Knowledge Graph RAG
+via Reinforcement Learning", arXiv 2509.26383; github.com/Jinyeop3110/KG-R1, "Up to 7 turns of KG
+exploration per question", its `..._turn7` training and evaluation scripts) trains and evaluates with at
+most 7. A turn is one LLM call; the calls of one reply run together. The profile (`--param tools=NAME`,
+`engine.agent.tools.PROFILES`) decides the tools, the system prompt and the answer tool; the loop is
+`engine.agent.loop`. The answer is the answer tool's list (names; ids the tools showed are named by the
+name shown), first answer first; no answer (turns spent, or `answer([])`) is an empty answer.
+Costs beside the usual ones: `tool_calls`, `tool_errors` (with `bad_tool_json`, `unknown_tool`,
+`no_tool_call`), `agent_turns`, `kg_seconds`, and `hops` (the longest hop chain the tools walked from a
+topic entity to an answer; the floor of two requests a hop is counted from it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...cache.costs import charge
+from ...sparql.errors import KgfedError
+from ..agent.loop import AgentRun, run_agent
+from ..agent.tools import ToolContext, get_profile
+from ..toolbox.llm import ANSWER_TEMPERATURE
+from .base import Method, Result, Topics
+from .params import MethodParams, param
+
+DEFAULT_TURNS = 7  # KG-R1's budget (see the module docstring)
+AGENT_MAX_TOKENS = 512  # a reply holds one or a few tool calls, or a short answer
+
+
+@dataclass(frozen=True)
+class AgentParams(MethodParams):
+    """The agent's parameters: its turn budget and tool profile."""
+
+    turns: int = param(DEFAULT_TURNS, low=1, help="LLM calls at most per question (KG-R1: 7)")
+    tools: str = param("kgfed", help="the tool profile (engine/agent/tools.py PROFILES: kgfed, ...)")
+    temperature: float = param(ANSWER_TEMPERATURE, help="temperature of every call")
+    max_tokens: int = param(AGENT_MAX_TOKENS, low=1, help="reply cap per LLM call")
+    sparql_rows: int = param(100, low=1, help="row cap of a sparql tool")
+
+
+class Agent(Method):
+    """A tool-using agent over every KG in `kgs` (see the module docstring)."""
+
+    name = "agent"
+    Params = AgentParams
+    params: AgentParams
+
+    def __init__(self, kgs, llm, **options: Any):
+        super().__init__(kgs, llm, **options)
+        self.profile = get_profile(self.params.tools)(self.kgs)
+
+    async def _answer(self, question: str, topics: Topics) -> Result:
+        if not self.llm_ready:
+            raise KgfedError("the agent method needs an LLM to call its tools: pass --llm anthropic, openai:URL, "
+                             "local:PATH.gguf, replay:DIR or gold (kgfed run)")
+        ctx = ToolContext(self.kgs, question, {k: dict(v) for k, v in topics.items()}, sparql_rows=self.params.sparql_rows)
+        run = await run_agent(self.llm, self.profile, ctx, question, turns=self.params.turns,
+                              temperature=self.params.temperature, max_tokens=self.params.max_tokens)
+        hops = _hops(run)
+        if hops:
+            charge("hops", hops)
+        return Result(question, "; ".join(run.names), run.ids, method=self.name,
+                      reasoning="" if run.answered else f"no answer within {self.params.turns} turns",
+                      extra={"profile": self.profile.name, "turns": run.turns, "answered": run.answered,
+                             "tool_calls": run.calls})
+
+
+def _hops(run: AgentRun) -> int:
+    """The turns that walked the graph (a call other than search, labels or the answer): the agent's hop count."""
+    return sum(1 for m in run.messages if m.role == "assistant"
+               and any(c.name and not c.name.startswith(("search", "label", "answer")) for c in m.tool_calls))
