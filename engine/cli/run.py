@@ -5,15 +5,14 @@
     kgfed run cwq-subgraph --llm openai:http://127.0.0.1:8000 --llm-concurrency 16 --out preds.jsonl
     kgfed eval preds.jsonl --dataset cwq --gold ../shared/data/freebase/cwq_questions.jsonl
 
-See docs/harness.md: output formats (tog, tog-json, tog2), resuming, the cost sidecar, --workers, --ray.
+See docs/harness.md: output formats (tog, tog-json, tog2), the `.kgfed.json` sidecar, resuming, the cost
+sidecar, --workers, --ray.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-
-from ...sparql.errors import KgfedError
 
 
 def register(command, add_source_options, add_cache_options) -> None:
@@ -43,24 +42,15 @@ def register(command, add_source_options, add_cache_options) -> None:
                    help="questions answered at once per worker (default 8; with --llm-concurrency N, at least 2N "
                         "so the LLM is kept busy)")
 
-    p = command("eval", cmd_eval, "score predictions (ToG's Hits@1 rule and a strict score); alias of evaluate")
-    p.add_argument("predictions", help="the method's output file")
-    p.add_argument("--dataset", "-d", help="dataset name (cwq, webqsp, …): its scoring rule, and its shared file without --gold")
-    p.add_argument("--gold", "-g", help="question file the run used, with the gold answers (default: the shared file of "
-                                        "--dataset, which must then cover every question)")
-    p.add_argument("--format", "-f", choices=FORMATS, default="tog", help="tog: JSONL, tog-json: JSON list, tog2: `answer`")
-    p.add_argument("--compare", metavar="PREDICTIONS_B", help="a second prediction file to compare with")
-    p.add_argument("--compare-format", choices=FORMATS, help="format of the --compare file (default: --format)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    from .evaluate import add_eval_options
+
+    p = command("eval", cmd_eval, "score predictions (ToG's Hits@1 rule, strict, EM and F1); alias of evaluate")
+    add_eval_options(p)
 
 
 async def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluate import cmd_evaluate
 
-    if not args.gold and not args.dataset:
-        raise KgfedError("no gold answers: give --gold FILE (the question file the run used) or --dataset NAME")
-    args.questions = args.gold or args.dataset
-    args.gold_implied = not args.gold  # the shared file stands in: it must be the one the run used
     return await cmd_evaluate(args)
 
 
@@ -86,7 +76,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         args.llm = f"gold:{resolve_path(args.dataset).resolve()}"
     summary = await run(run_spec(args), questions, args.out, fmt=args.format, concurrency=args.in_flight,
                         workers=args.workers, use_ray=args.ray is not None, ray_address=args.ray or None,
-                        costs=args.costs, progress=not args.no_progress)
+                        costs=args.costs, progress=not args.no_progress, dataset=args.dataset)
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=1))
     else:
@@ -102,8 +92,8 @@ def report_text(s: dict) -> str:
     """The final report of a run, a few readable lines."""
     lines = [
         f"{s['answered']}/{s['questions']} questions answered in {s['out']} ({s['new']} new, {s['skipped']} resumed, {s['failed']} failed)",
-        f"Hits@1 (ToG rule) {s['hits@1']:.4f}   strict {s['strict']:.4f}" if s["hits@1"] is not None
-        else "not scored: the question file has no gold answers",
+        f"Hits@1 (ToG rule) {s['hits@1']:.4f}   strict {s['strict']:.4f}   EM {s.get('em', 0.0):.4f}   "
+        f"F1 {s.get('f1', 0.0):.4f}" if s["hits@1"] is not None else "not scored: the question file has no gold answers",
     ]
     if s["new"]:
         lines.append(f"{s['questions_per_second']:.2f} questions/s   {s['queries_per_question']:.1f} queries/question   "
@@ -113,5 +103,7 @@ def report_text(s: dict) -> str:
     if gate.get("busy"):
         lines.append(f"the LLM answered busy (429/503/529) {gate['busy']:g} times: retried, {gate.get('paused', 0):.0f} s "
                      f"paused in all; at most {gate.get('peak', 0):g} calls in flight")
+    if s.get("kg"):
+        lines.append(f"KG: {s['kg']}")
     lines.append(f"per-question costs: {s['costs']}")
     return "\n".join(lines)

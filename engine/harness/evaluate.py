@@ -85,6 +85,73 @@ def strict_match(pred: str, golds_and_aliases: Iterable[str]) -> bool:
     return any(c in golds for c in map(normalize, _candidates(pred)) if c)
 
 
+# -- exact match and F1, as the 2025-26 agents report them -----------------------------------------
+# KG-R1 (verl/utils/reward_score/qa_em_format_kg.py `em_check_kg`): the normalised answer, or any item of a
+# listed answer, equals a normalised gold. RoG / GNN-RAG (`evaluate_results.py` `eval_f1`), which KG-R1 and
+# the agents after it follow: precision = matched predicted items / predicted items, recall = matched gold
+# answers / gold answers. kgfed matches by id when the prediction carries answer ids and the question gold
+# ids (docs/evaluation.md), else by normalised name (gold names and aliases).
+_ITEM_SEPARATORS = re.compile(r"[;|,\n]")
+
+
+def answer_items(text: str, accepted: Iterable[str] = ()) -> list[str]:
+    """The normalised items of an answer: split at `,` `;` `|` and line breaks, except where the joined
+    parts are an accepted name ("Sochi, Russia"); empty items dropped, duplicates once."""
+    names = {n for n in map(normalize, accepted) if n}
+    whole = normalize(text)
+    if not whole or whole in names:
+        return [whole] if whole else []
+    parts = _ITEM_SEPARATORS.split(text)
+    items: list[str] = []
+    i = 0
+    while i < len(parts):
+        j = next((j for j in range(len(parts), i + 1, -1) if normalize(",".join(parts[i:j])) in names), i + 1)
+        items.append(normalize(",".join(parts[i:j])))
+        i = j
+    return [item for item in dict.fromkeys(items) if item]
+
+
+def _id_sets(prediction: Prediction | None, question: Question) -> tuple[set[str], set[str]]:
+    predicted = (prediction.extra.get("answer_ids") if prediction is not None else None) or []
+    gold = {i for ids in question.answer_ids.values() for i in ids}
+    return ({str(i) for i in predicted} if isinstance(predicted, list) else set()), gold
+
+
+def exact_match(text: str, accepted: Iterable[str], prediction: Prediction | None = None,
+                question: Question | None = None) -> bool:
+    """KG-R1's exact match: the normalised answer or one of its listed items is a gold name or alias (or a
+    predicted answer id is a gold id). An empty answer never matches."""
+    names = {n for n in map(normalize, accepted) if n}
+    if question is not None:
+        predicted, gold = _id_sets(prediction, question)
+        if predicted & gold:
+            return True
+    return any(item in names for item in answer_items(text, names))
+
+
+def answer_f1(text: str, question: Question, accepted: Iterable[str] = (), prediction: Prediction | None = None) -> float:
+    """Set-based F1 of one answer: over ids when the prediction carries answer ids and the question has
+    gold ids, else over normalised names (an item matching only an alias counts for one gold answer)."""
+    predicted, gold = _id_sets(prediction, question)
+    if predicted and gold:
+        hit = len(predicted & gold)
+        return _f1(hit / len(predicted), hit / len(gold))
+    golds = list(dict.fromkeys(n for n in map(normalize, question.answers) if n))
+    names = set(golds) | {n for n in map(normalize, accepted) if n}
+    items = answer_items(text, names)
+    if not items or not golds:
+        return 0.0
+    right = [item for item in items if item in names]
+    found = {item for item in right if item in golds}
+    by_alias = len([item for item in right if item not in golds])
+    recall = min(1.0, (len(found) + min(by_alias, len(golds) - len(found))) / len(golds))
+    return _f1(len(right) / len(items), recall)
+
+
+def _f1(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
 # -- predictions -----------------------------------------------------------------------------------
 @dataclass
 class Prediction:
@@ -97,6 +164,7 @@ class Prediction:
     reasoning_chains: list[Any] = field(default_factory=list)
     cost: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # other fields, kept for writing back
+    no_output: bool = False             # the record has no output field (ToG-2 reads it as ""): never right
 
     @property
     def answer(self) -> str:
@@ -144,6 +212,7 @@ def prediction_from_record(record: Mapping[str, Any], fmt: str = "tog", where: s
         reasoning_chains=chains if isinstance(chains, list) else [],
         cost=_numeric(record.get("cost")),
         extra={k: v for k, v in record.items() if k not in known},
+        no_output=output not in record,
     )
 
 
@@ -191,9 +260,11 @@ class Outcome:
     tog: bool
     strict: bool
     null: bool = False  # `{NULL}`: counted in n, right under neither rule
+    em: bool = False    # exact match as the 2025-26 agents report it (see `exact_match`)
+    f1: float = 0.0     # set-based F1 over the answer's ids or names (see `answer_f1`)
 
 
-def _rate(hits: int, n: int) -> float:
+def _rate(hits: float, n: int) -> float:
     return hits / n if n else 0.0
 
 
@@ -201,7 +272,9 @@ def _scores(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     n = len(outcomes)
     tog = sum(o.tog for o in outcomes)
     strict = sum(o.strict for o in outcomes)
-    return {"n": n, "hits@1": _rate(tog, n), "strict": _rate(strict, n), "hits": tog, "strict_hits": strict,
+    em = sum(o.em for o in outcomes)
+    return {"n": n, "hits@1": _rate(tog, n), "strict": _rate(strict, n), "em": _rate(em, n),
+            "f1": round(_rate(sum(o.f1 for o in outcomes), n), 6), "hits": tog, "strict_hits": strict, "em_hits": em,
             "null": sum(o.null for o in outcomes)}
 
 
@@ -226,6 +299,14 @@ class Report:
     @property
     def strict(self) -> float:
         return _rate(sum(o.strict for o in self.outcomes), self.n)
+
+    @property
+    def em(self) -> float:
+        return _rate(sum(o.em for o in self.outcomes), self.n)
+
+    @property
+    def f1(self) -> float:
+        return round(_rate(sum(o.f1 for o in self.outcomes), self.n), 6)
 
     @property
     def disagreements(self) -> list[str]:
@@ -300,11 +381,13 @@ def evaluate(predictions: Sequence[Prediction], questions: Sequence[Question], d
         used.append(prediction)
         golds = gold_answers(question, name)
         text = _scored_text(prediction, name)
-        if prediction.null:  # ToG's eval.py: neither right nor wrong, still in the denominator
-            outcomes.append(Outcome(question.id, question.type, text, False, False, null=True))
+        if prediction.null or prediction.no_output:  # ToG's eval.py: `{NULL}` neither right nor wrong, still in n
+            outcomes.append(Outcome(question.id, question.type, text, False, False, null=prediction.null))
             continue
-        outcomes.append(Outcome(question.id, question.type, text, tog_match(text, golds),
-                                strict_match(text, golds + question.aliases)))
+        accepted = golds + question.aliases
+        outcomes.append(Outcome(question.id, question.type, text, tog_match(text, golds), strict_match(text, accepted),
+                                em=exact_match(text, accepted, prediction, question),
+                                f1=answer_f1(text, question, accepted, prediction)))
     missing = [q.id for q in questions if q.id not in seen]
     return Report(name, outcomes, missing, list(dict.fromkeys(duplicates)), _sum_costs(p.cost for p in used))
 
@@ -331,9 +414,115 @@ def compare(report_a: Report, report_b: Report) -> dict[str, Any]:
     }
 
 
-def read_nonempty(path: str | Path, fmt: str) -> list[Prediction]:
-    """`read_predictions`, refusing a file with no records (its score would be a meaningless 0)."""
-    predictions = read_predictions(path, fmt)
+# -- what a prediction file is: its sidecar, else its content ----------------------------------------
+META_SUFFIX = ".kgfed.json"  # `preds.jsonl` -> `preds.jsonl.kgfed.json`: method, format, KGs, dataset, options
+_NOT_JSON = object()
+
+
+def meta_path_for(path: str | Path) -> Path:
+    """The sidecar that says what wrote a prediction file (ToG's and ToG-2's evals never read it)."""
+    path = Path(path)
+    return path.with_name(path.name + META_SUFFIX)
+
+
+def read_meta(path: str | Path) -> dict[str, Any] | None:
+    """The sidecar of prediction file `path`, or None when there is none."""
+    meta = meta_path_for(path)
+    if not meta.is_file():
+        return None
+    try:
+        doc = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DatasetError(f"{meta} is not a readable kgfed sidecar ({exc}): delete it to treat {path} as a file of "
+                           "unknown origin") from None
+    if not isinstance(doc, dict) or doc.get("kgfed") != "predictions" or doc.get("format") not in FORMATS:
+        raise DatasetError(f"{meta} is not a kgfed prediction sidecar: delete it to treat {path} as a file of unknown origin")
+    return doc
+
+
+@dataclass
+class Sniffed:
+    """What the content of an existing file says: its format (None: no records), whether kgfed wrote it
+    (every record carries kgfed's `id`), and whether its last line is unfinished (a killed run)."""
+
+    format: str | None
+    own: bool = False
+    torn: bool = False
+
+
+def _not_predictions(path: Path, why: str, option: str) -> DatasetError:
+    return DatasetError(f"{path} is not a prediction file ({why}): choose another {option}; the file is left as it is")
+
+
+def _lines(text: str, path: Path, option: str) -> tuple[list[Any], bool]:
+    torn = not text.endswith("\n")
+    whole = text.split("\n")[:-1]
+    records = []
+    for number, line in enumerate(whole, 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                raise _not_predictions(path, f"line {number} is not JSON", option) from None
+    return records, torn
+
+
+def sniff_predictions(path: str | Path, option: str = "--out") -> Sniffed:
+    """Read-only: the format of an existing prediction file from its records (`results`: tog / tog-json by
+    container, `answer` only: tog2); a file that is not one (text, binary, other JSON) is a DatasetError."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path} ({exc.strerror or exc}): choose another {option}") from None
+    if not data.strip():
+        return Sniffed(None)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _not_predictions(path, "binary, not UTF-8 JSON", option) from None
+    try:
+        doc: Any = json.loads(text)
+    except ValueError:
+        doc = _NOT_JSON
+    if doc is _NOT_JSON:
+        records, torn = _lines(text, path, option)
+        listed = False
+    else:
+        records, torn, listed = (doc if isinstance(doc, list) else [doc]), False, isinstance(doc, list)
+    for i, record in enumerate(records):
+        if not isinstance(record, dict) or not any(k in record for k in QUESTION_FIELDS):
+            raise _not_predictions(path, f"record {i} is not a question's prediction", option)
+    if not records:
+        return Sniffed(None, torn=torn)
+    if any("results" in r for r in records):
+        fmt = "tog-json" if listed else "tog"
+    elif any("answer" in r for r in records):
+        fmt = "tog2"
+    else:
+        raise _not_predictions(path, "its records have neither `results` (ToG) nor `answer` (ToG-2)", option)
+    return Sniffed(fmt, own=all("id" in r for r in records), torn=torn)
+
+
+def detect_format(path: str | Path, asked: str | None = None) -> str:
+    """The format of prediction file `path`: its sidecar's, else its records'. An `asked` format whose output
+    field differs from the file's (`--format tog2` on a file of `results`) is refused: it would score every
+    answer as "" and ToG's rule counts "" as right."""
+    meta = read_meta(path)
+    found = meta["format"] if meta else sniff_predictions(path, "prediction file").format
+    if asked is None:
+        return found or "tog"
+    _check_format(asked)
+    if found is not None and _OUTPUT_FIELD[found] != _OUTPUT_FIELD[asked]:
+        how = f"its sidecar {meta_path_for(path).name} says so" if meta else f"its records hold `{_OUTPUT_FIELD[found]}`"
+        raise DatasetError(f"{path} is a {found} prediction file ({how}), not {asked}: drop --format or pass --format {found}")
+    return asked
+
+
+def read_nonempty(path: str | Path, fmt: str | None = None) -> list[Prediction]:
+    """`read_predictions` in the file's format (`detect_format`; an `fmt` it is not is refused), refusing a
+    file with no records (its score would be a meaningless 0)."""
+    predictions = read_predictions(path, detect_format(path, fmt))
     if not predictions:
         raise DatasetError(f"{path} holds no predictions: score the output of a run that answered something")
     return predictions

@@ -4,7 +4,10 @@ The run loop (`harness.runner.run`) hands every finished question, an `Answered`
 
 - `Output`: the predictions and costs, loaded for resuming, appended one whole line per question and
   flushed (`tog`: the JSONL itself; `tog-json`/`tog2`: a `.partial` JSONL journal), and rewritten
-  atomically in dataset order by `finalize`, so a warm-cache re-run is byte-identical;
+  atomically in dataset order by `finalize`, so a warm-cache re-run is byte-identical. Beside the
+  predictions, `FILE.kgfed.json` says what wrote them (method, format, KGs, dataset, options). Every check
+  comes before any write: a file that is no prediction file, or one written with another method, format or
+  KG, is refused and left byte-identical; an unfinished last line is cut only in a file kgfed wrote;
 - `Tally`: the running figures (done, failed, Hits@1 by ToG's rule, cache-hit rate, rates), which also
   stops a run whose first `MAX_FAILURES_BEFORE_SUCCESS` questions all failed (a broken setup);
 - `Progress`: a rich bar on a terminal, a line every 10 s otherwise.
@@ -25,8 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...sparql.errors import KgfedError
 from .datasets import Question, gold_answers, has_gold, read_records
-from .evaluate import Prediction, evaluate, prediction_from_record, prediction_record, tog_match, write_predictions
-from .files import drop_partial_line as _drop_partial_line  # shared with `extract`
+from .evaluate import (
+    Prediction, evaluate, meta_path_for, prediction_from_record, prediction_record, read_meta, sniff_predictions, tog_match,
+    write_predictions,
+)
+from .files import atomic_write, drop_partial_line as _drop_partial_line  # shared with `extract`
 
 if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress, TaskID
@@ -57,11 +63,14 @@ class Output:
     """The prediction file and its cost sidecar: loaded for resuming, appended line by line, and
     rewritten atomically in question order by `finalize`."""
 
-    def __init__(self, path: str | Path, fmt: str, questions: Sequence[Question], costs: str | Path | None = None):
+    def __init__(self, path: str | Path, fmt: str, questions: Sequence[Question], costs: str | Path | None = None,
+                 meta: Mapping[str, Any] | None = None):
         self.path = Path(path)
         self.fmt = fmt
         self.costs_path = Path(costs) if costs else costs_path_for(self.path)
         self.journal = self.path if fmt == "tog" else self.path.with_name(self.path.name + ".partial")
+        self.meta_path = meta_path_for(self.path)
+        self.meta = {"kgfed": "predictions", **(meta or {}), "format": fmt}
         for target in (self.path, self.costs_path):
             if not target.parent.is_dir():
                 raise KgfedError(f"cannot write {target}: directory {target.parent} does not exist")
@@ -71,18 +80,65 @@ class Output:
             self._by_text.setdefault(q.text, q.id)
         self.predictions: dict[str, Prediction] = {}
         self.costs: dict[str, dict[str, Any]] = {}
-        self._load()
         self._files: dict[Path, Any] = {}
+        self._meta_written = False
+        self._own = self._check()  # read-only: every refusal comes before any write
+        self._load()
 
     def _key(self, prediction: Prediction) -> str:
         return prediction.id or self._by_text.get(prediction.question) or f"\0{prediction.question}"
+
+    # The options a resumed file must have been written with (the rest, e.g. --in-flight, may change).
+    RESUME_KEYS = ("method", "format", "kgs")
+
+    def _check(self) -> bool:
+        """Refuse, before anything is written, to resume a file that is not kgfed's to extend: not a
+        prediction file, another format, method or KG (its sidecar), or a foreign file with a torn last
+        line. Returns whether the files are kgfed's own (then a torn last line may be cut)."""
+        main = sniff_predictions(self.path) if self.path.is_file() else None
+        journal = sniff_predictions(self.journal) if self.journal != self.path and self.journal.is_file() else None
+        old = read_meta(self.path) if main or journal else None
+        if old is not None:
+            self._refuse_other_options(old)
+        found = main.format if main and main.format else journal.format if journal and journal.format else None
+        if found is not None and _field(found) != _field(self.fmt) or main and main.format not in (None, self.fmt):
+            raise KgfedError(f"{self.path} holds {found} predictions, not {self.fmt}: pass --format {found} to resume it, "
+                             "or choose another --out (the file is left as it is)")
+        sniffed = [s for s in (main, journal) if s is not None]
+        own = old is not None or all(s.own or s.format is None and not s.torn for s in sniffed)
+        if any(s.torn for s in sniffed) and not own:
+            raise KgfedError(f"{self.path} ends in an unfinished line and kgfed did not write it (no {self.meta_path.name}): "
+                             "choose another --out; the file is left as it is")
+        self._check_costs(own)
+        return own
+
+    def _refuse_other_options(self, old: Mapping[str, Any]) -> None:
+        differ = [k for k in self.RESUME_KEYS if k in self.meta and old.get(k) != self.meta[k]]
+        if differ:
+            then = " ".join(_option(k, old.get(k)) for k in differ)
+            now = " ".join(_option(k, self.meta.get(k)) for k in differ)
+            raise KgfedError(f"{self.path} was written with {then} ({self.meta_path.name}); this run asks {now}: resume it "
+                             "with the same options, or choose another --out (the file is left as it is)")
+
+    def _check_costs(self, own: bool) -> None:
+        if not self.costs_path.is_file() or self.costs_path.stat().st_size == 0:
+            return
+        try:
+            lines = self.costs_path.read_bytes().decode("utf-8").split("\n")
+            rows = [json.loads(line) for line in lines[:-1] if line.strip()]
+            ours = all(isinstance(r, dict) and "id" in r for r in rows) and (own or not lines[-1])
+        except (OSError, UnicodeDecodeError, ValueError):
+            ours = False
+        if not ours:
+            raise KgfedError(f"{self.costs_path} is not a kgfed cost file: choose another --costs (or --out); the file "
+                             "is left as it is")
 
     def _load(self) -> None:
         sources = [self.path] if self.fmt == "tog" else [self.path, self.journal]
         for source in sources:
             if not source.is_file() or source.stat().st_size == 0:
                 continue
-            if source == self.journal:
+            if source == self.journal and self._own:
                 _drop_partial_line(source)
             for i, record in enumerate(read_records(source, what="prediction file")):
                 prediction = prediction_from_record(record, self.fmt, f"{source} record {i} (resuming)")
@@ -93,11 +149,18 @@ class Output:
                 if "id" in record:
                     self.costs[str(record["id"])] = record
 
+    def _write_meta(self) -> None:
+        """The sidecar, once per run, before the first prediction is written (a killed run leaves it too)."""
+        if not self._meta_written:
+            atomic_write(self.meta_path, json.dumps(self.meta, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+            self._meta_written = True
+
     @property
     def done(self) -> set[str]:
         return set(self.predictions)
 
     def _append(self, path: Path, record: Mapping[str, Any]) -> None:
+        self._write_meta()
         handle = self._files.get(path)
         if handle is None:
             handle = self._files[path] = path.open("a", encoding="utf-8")
@@ -123,6 +186,7 @@ class Output:
         self._files.clear()
         if not self.predictions and not self.path.exists():
             return
+        self._write_meta()
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         write_predictions([self.predictions[k] for k in self._sorted(self.predictions)], tmp, self.fmt)
         os.replace(tmp, self.path)
@@ -132,6 +196,17 @@ class Output:
         tmp.write_text("".join(json.dumps(self.costs[k], ensure_ascii=False) + "\n" for k in self._sorted(self.costs)),
                        encoding="utf-8")
         os.replace(tmp, self.costs_path)
+
+
+def _field(fmt: str) -> str:
+    return "answer" if fmt == "tog2" else "results"
+
+
+def _option(key: str, value: Any) -> str:
+    """A sidecar value as the options that give it (`--kg freebase=file:/d/fb.nt`)."""
+    if key == "kgs" and isinstance(value, list):
+        return "--kg " + ",".join(f"{k.get('name')}={k.get('endpoint') or 'demo'}" for k in value if isinstance(k, dict))
+    return f"--{key} {value}"
 
 
 # -- progress and figures ----------------------------------------------------------------------------
@@ -263,6 +338,10 @@ def summarize(output: Output, questions: Sequence[Question], tally: Tally, skipp
         "failures": dict(list(tally.failures.items())[:20]),
         "hits@1": report.hits_at_1 if report else (0.0 if scored else None),
         "strict": report.strict if report else (0.0 if scored else None),
+        "em": report.em if report else (0.0 if scored else None),
+        "f1": report.f1 if report else (0.0 if scored else None),
+        "kg": "; ".join(f"{k['name']} = {k['scope']} ({k['endpoint'] or 'bundled demo KG'})"
+                        for k in output.meta.get("kgs") or [] if "scope" in k) or None,
         "seconds": round(tally.elapsed, 3),
         "questions_per_second": round(n / tally.elapsed, 3) if n else 0.0,
         "queries_per_question": round(cost.get("sparql_queries", 0) / n, 3) if n else 0.0,

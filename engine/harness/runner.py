@@ -14,8 +14,10 @@ its cost sidecar, the running figures, the progress bar) is `harness.output`.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
+import re
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -113,7 +115,7 @@ class RunSpec:
             from ...cache.root import CacheSpec
 
             spec = CacheSpec.of(cache.root)
-            embeddings = str(spec.directory("embeddings")) if spec.backend == "disk" else None
+            embeddings = str(spec.directory("embeddings")) if spec.local else None
         return replace(self, cache=cache, embeddings_dir=embeddings)
 
     # 0.2's accessors of the dict (deprecated; removed in 0.3): the fields themselves now
@@ -139,18 +141,10 @@ def _deprecated(old: str, new: str) -> None:
 
 
 def method_class(name: str):
-    """The Method class for a registry name or `package.module:Class`."""
-    if ":" not in name:
-        from ..methods import get_method
+    """The Method class for a registry name (`kgfed.engine.methods.METHODS`, entry points included) or `package.module:Class`."""
+    from ..methods import get_method
 
-        return get_method(name)
-    import importlib
-
-    module_name, _, class_name = name.partition(":")
-    try:
-        return getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError) as exc:
-        raise KgfedError(f"cannot load method {name!r} ({exc}): give a registry name or package.module:Class") from None
+    return get_method(name)
 
 
 class Runtime(Session):
@@ -457,17 +451,20 @@ def _share_llm(spec: RunSpec, workers: int) -> RunSpec:
 
 async def run(spec: RunSpec, questions: Sequence[Question], out: str | Path, *, fmt: str = "tog",
               concurrency: int | None = None, workers: int = 1, ray_address: str | None = None, use_ray: bool = False,
-              costs: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+              costs: str | Path | None = None, progress: bool = True, dataset: str | None = None) -> dict[str, Any]:
     """Answer the questions not yet in `out`, write them, and return the summary (see `summarize`).
 
     `concurrency` is the questions in flight per worker (default `in_flight_for(spec)`); with several
-    workers the LLM cap `spec.llm_concurrency` is shared among them."""
+    workers the LLM cap `spec.llm_concurrency` is shared among them. Every option is checked (`check_options`)
+    before the output is read, so a run with nothing left to answer still refuses a bad one; `dataset` (the
+    question file or name) goes into the prediction file's sidecar with the method, format and KGs (`run_meta`)."""
     if concurrency is None:
         concurrency = in_flight_for(spec, workers)
     if concurrency < 1 or workers < 1:
         raise KgfedError("--concurrency and --workers must be at least 1")
+    await check_options(spec, use_ray=use_ray, ray_address=ray_address)
     spec = _share_llm(spec, workers)
-    output = Output(out, fmt, questions, costs)
+    output = Output(out, fmt, questions, costs, meta=run_meta(spec, fmt, dataset))
     todo = [q for q in questions if q.id not in output.done]
     tally = Tally(questions, len(todo))
     spec = spec.resolved()
@@ -513,6 +510,61 @@ async def run(spec: RunSpec, questions: Sequence[Question], out: str | Path, *, 
             global interrupted_note
             interrupted_note = _interrupted_note(output, tally, terminated())
     return summarize(output, questions, tally, len(questions) - len(todo))
+
+
+# -- what a run checks before it reads its output, and what its sidecar records ------------------------
+_RAY_ADDRESS = re.compile(r"(auto|local|(ray://)?[A-Za-z0-9_.\-]+:\d{1,5})")
+
+
+async def check_options(spec: RunSpec, *, use_ray: bool = False, ray_address: str | None = None) -> None:
+    """Every option of a run, checked before its output is read or any question answered: the method and
+    its parameters, each KG's endpoint and --fallback (opened and closed: nothing is sent), --ray."""
+    from ..config import close_kgs, open_kgs
+
+    cls = method_class(spec.method)
+    if hasattr(cls, "resolve"):
+        cls.resolve(spec.params)
+    kgs = open_kgs(list(spec.kgs), http=spec.http, cache=replace(spec.cache, enabled=False))
+    await close_kgs(kgs)
+    if use_ray:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise KgfedError("--ray needs Ray: pip install 'kgfed[distributed]' (or run with --workers N on one machine)")
+        if ray_address and not _RAY_ADDRESS.fullmatch(ray_address.strip()):
+            raise KgfedError(f"--ray {ray_address!r} is not a Ray address: give HOST:PORT (e.g. 127.0.0.1:6379), "
+                             "ray://HOST:PORT or auto, or --ray alone for a local cluster")
+
+
+def kg_scope(kg: KGSpec) -> str:
+    """Whether a KG is a per-question subgraph fixture (a file of the shared data, a `*subgraph*` file, the
+    bundled demo KG), a whole graph (an endpoint: a profile or URL) or a local RDF file of unknown extent."""
+    if kg.endpoint is None:
+        return "subgraph fixture"
+    if not kg.endpoint.startswith("file:"):
+        return "whole graph"
+    from .datasets import data_dir
+
+    path = Path(kg.endpoint[5:]).expanduser().resolve()
+    return "subgraph fixture" if "subgraph" in path.name or path.is_relative_to(data_dir().resolve()) else "local file"
+
+
+def run_meta(spec: RunSpec, fmt: str, dataset: str | None = None) -> dict[str, Any]:
+    """The sidecar of a prediction file (`FILE.kgfed.json`): what wrote it, so `eval` knows its format and KG
+    scope and a resume refuses another method, format or KG. No time stamp: a re-run writes the same bytes."""
+    from ...sparql.secrets import redact
+    from .. import __version__
+
+    def endpoint(kg: KGSpec) -> str | None:
+        if kg.endpoint and kg.endpoint.startswith("file:"):
+            return "file:" + str(Path(kg.endpoint[5:]).expanduser().resolve())
+        return redact(kg.endpoint) if kg.endpoint else None
+
+    kgs = [{"name": k.name, "endpoint": endpoint(k), "dialect": k.effective_dialect, "scope": kg_scope(k),
+            **({"fallbacks": [redact(f) for f in k.fallbacks]} if k.fallbacks else {})} for k in spec.kgs]
+    return {"kgfed": "predictions", "kgfed_version": __version__, "method": spec.method, "format": fmt, "kgs": kgs,
+            "dataset": dataset, "params": json.loads(json.dumps(spec.params, default=str)), "llm": redact(spec.llm),
+            **({"text": redact(spec.text)} if spec.text else {})}
 
 
 def _cancel_on_sigterm() -> Callable[[], bool]:
