@@ -116,10 +116,10 @@ def test_queries_load_nothing_heavy_and_a_cold_answer_is_in_the_cache_after_exit
 
 
 def test_a_retry_that_must_wait_imports_asyncio_then_and_still_answers(endpoint, tmp_path):
-    """The first answer is a 503: the client's backoff sleeps on an event loop made at that moment."""
+    """The first answer is a 503 (retried, as asked): the client's backoff sleeps on an event loop made at that moment."""
     script = ("import json, sys\nfrom kgfed.engine.kg.sync import SPARQLWrapper, JSON, stats\n"
               "print('asyncio' in sys.modules)\n"
-              f"s = SPARQLWrapper({endpoint + '/flaky'!r}, cache=False); s.setQuery('ASK {{ ?s ?p ?o }}')\n"
+              f"s = SPARQLWrapper({endpoint + '/flaky'!r}, cache=False, retries=1); s.setQuery('ASK {{ ?s ?p ?o }}')\n"
               "s.setReturnFormat(JSON)\n"
               "print(json.dumps(s.query().convert()))\n"
               "print('asyncio' in sys.modules, stats()['requests'], stats()['retries'])\n")

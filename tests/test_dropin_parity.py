@@ -173,7 +173,8 @@ def test_tog_and_pog_strings_give_the_genuine_documents_on_oxigraph(oxigraph_fre
     want, got = ask(genuine, url, raw), ask(sync, url, raw, cache_dir=tmp_path / "c")
     assert type(want) is genuine.SPARQLExceptions.QueryBadFormed
     assert isinstance(got, genuine.SPARQLExceptions.QueryBadFormed) and isinstance(got, EndpointError)
-    assert "\n" not in str(got) and "expected" in str(got)  # one line with the server's own words
+    assert str(got) == str(want) and "expected" in str(got)  # the genuine text with the server's own words
+    assert "\n" not in got.hint and "expected" in got.hint  # kgfed's one line
 
 
 @pytest.mark.virtuoso
@@ -222,7 +223,7 @@ def test_errors_are_the_genuine_classes_on_virtuoso(virtuoso_freebase, tmp_path)
     for query in ("SELEC ?x WHERE { ?x ?p ?o }", "SELECT ?x WHERE { ?x ?p }"):
         want, got = ask(genuine, url, query), ask(sync, url, query, cache_dir=tmp_path / "c")
         assert type(want) is genuine.SPARQLExceptions.QueryBadFormed and isinstance(got, type(want))
-        assert "SP030" in str(got) and "\n" not in str(got)
+        assert str(got) == str(want) and "SP030" in str(got) and "\n\nResponse:\nb" in str(got)
     missing = url.replace("/sparql", "/no-such-endpoint")
     want, got = ask(genuine, missing, "ASK {}"), ask(sync, missing, "ASK {}", cache_dir=tmp_path / "c")
     assert type(want) is genuine.SPARQLExceptions.EndPointNotFound and isinstance(got, type(want))
@@ -234,6 +235,7 @@ class _Echo(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     hits: dict[str, int] = {}
+    lock, in_flight, most = threading.Lock(), 0, 0
 
     def log_message(self, *args) -> None:  # quiet
         return None
@@ -263,11 +265,21 @@ class _Echo(BaseHTTPRequestHandler):
         doc: dict = {"head": {"vars": ["seen"]}, "results": {"bindings": [
             {"seen": {"type": "literal", "value": json.dumps(seen, sort_keys=True)}}]}}
         headers, status = {}, 200
+        reason = None
+        if script.startswith("reason"):  # a status with the server's own reason phrase
+            script, reason = "status" + script[6:], f"Scripted Reason {script[6:]}"
         if script.startswith("status"):
             status, doc = int(script[6:]), {"error": f"scripted {script[6:]}"}
             headers = {"Retry-After": "0", "X-Kgfed-Scripted": script[6:]}  # a 429 that keeps coming back at once
         elif script == "slow":
             threading.Event().wait(3)
+        elif script == "crowd":  # counts the requests in flight at once
+            with _Echo.lock:
+                _Echo.in_flight += 1
+                _Echo.most = max(_Echo.most, _Echo.in_flight)
+            threading.Event().wait(0.3)
+            with _Echo.lock:
+                _Echo.in_flight -= 1
         elif script == "s1tat":
             headers = {"X-SQL-State": "S1TAT", "X-SQL-Message": "RC...: Returning incomplete results, query interrupted by result timeout."}
         elif script == "maxrows":
@@ -283,7 +295,7 @@ class _Echo(BaseHTTPRequestHandler):
         elif script == "hang-up":  # answers, then closes the kept-alive connection without saying so
             self.close_connection = True
         data = json.dumps(doc).encode() if not script.startswith("status") else f"Error {status}: scripted".encode()
-        self.send_response(status)
+        self.send_response(status, reason)
         self.send_header("Content-Type", "application/sparql-results+json" if status == 200 else "text/plain")
         self.send_header("Content-Length", str(len(data)))
         for k, v in headers.items():
@@ -352,7 +364,8 @@ def test_http_errors_raise_the_genuine_classes(echo, code, error, tmp_path):
     want, got = ask(genuine, f"{echo}/status{code}", "ASK {}"), ask(sync, f"{echo}/status{code}", "ASK {}", cache_dir=tmp_path)
     genuine_class = getattr(genuine.SPARQLExceptions, error)
     assert type(want) is genuine_class and isinstance(got, genuine_class) and isinstance(got, EndpointError)
-    assert f"HTTP {code}" in str(got) and "scripted" in str(got) and "\n" not in str(got)
+    assert str(got) == str(want) and f"Response:\nb'Error {code}: scripted'" in str(got)
+    assert f"HTTP {code}" in got.hint and "scripted" in got.hint and "\n" not in got.hint  # kgfed's one line
     assert getattr(sync, error) is genuine_class  # re-exported
 
 
@@ -378,7 +391,8 @@ def test_set_timeout_is_honoured(echo, tmp_path):
 
     want, got = slow(genuine), slow(sync, cache_dir=tmp_path)
     assert isinstance(want, TimeoutError) and isinstance(got, TimeoutError) and isinstance(got, EndpointError)
-    assert "setTimeout(1)" in str(got)
+    assert str(got) == str(want) == "timed out"  # as urllib's socket timeout
+    assert "setTimeout(1)" in got.hint
 
 
 @pytest.mark.parametrize("script", ["s1tat", "maxrows", "ask-for-select"])
@@ -491,8 +505,9 @@ def test_a_process_using_the_drop_in_exits_without_unclosed_session_warnings(oxi
 def test_get_sparql_dataframe_refuses_what_the_genuine_one_refuses(echo):
     from SPARQLWrapper.sparql_dataframe import QueryException
 
-    with pytest.raises(QueryException, match="SELECT queries only"):
+    with pytest.raises(QueryException, match="^Only SPARQL SELECT queries are supported.$") as caught:
         sync.get_sparql_dataframe(f"{echo}/echo", "ASK { ?s ?p ?o }")
+    assert "SELECT queries only" in caught.value.hint
 
 
 def test_threads_and_running_event_loops_get_the_genuine_answers(echo, tmp_path):
@@ -558,7 +573,7 @@ def test_every_other_status_raises_urllibs_http_error_with_the_servers_headers_a
     assert got.headers["X-Kgfed-Scripted"] == want.headers["X-Kgfed-Scripted"] == str(code)
     assert got.headers["retry-after"] == "0" and got.headers["Content-Type"] == want.headers["Content-Type"]
     assert got.read() == want.read() == f"Error {code}: scripted".encode()
-    assert f"HTTP {code}" in str(got) and "\n" not in str(got)
+    assert str(got) == str(want) and f"HTTP {code}" in got.hint and "\n" not in got.hint
 
 
 def raised(url: str, query: str = "ASK {}", **options) -> Exception:
@@ -625,7 +640,8 @@ def test_a_worker_processs_error_reaches_the_parent_intact(echo, method):
                                (501, urllib.error.HTTPError)):
             with pytest.raises(expected) as caught:
                 pool.apply(_query_in_a_worker, (f"{echo}/status{code}",))
-            assert isinstance(caught.value, EndpointError) and f"HTTP {code}" in str(caught.value)
+            assert isinstance(caught.value, EndpointError) and f"HTTP {code}" in caught.value.hint
+            assert str(caught.value) == str(ask(genuine, f"{echo}/status{code}", "ASK {}"))
             if expected is urllib.error.HTTPError:
                 assert caught.value.code == code and caught.value.read() == b"Error %d: scripted" % code
 
@@ -697,3 +713,117 @@ def test_threads_that_come_and_go_leave_no_cache_connection_open(echo, tmp_path)
 def test_only_complete_documents_of_the_querys_form_are_stored(doc, form, complete):
     assert sync.complete_document(json.dumps(doc).encode(), form) is complete
     assert sync.complete_document(json.dumps(doc).encode()[:-1], form) is False  # cut short: never
+
+
+# ---- the genuine library's text, and as many requests as it sends (issue 42 item 12) ---------------------
+ERROR_STATUSES = [400, 401, 402, 403, 404, 405, 409, 414, 418, 429, 500, 501, 502, 503, 504, 505, 999]
+
+
+@pytest.mark.parametrize("script", ["status", "reason"])
+@pytest.mark.parametrize("code", ERROR_STATUSES)
+def test_every_http_error_has_the_genuine_text_and_costs_what_it_costs_the_genuine_library(echo, code, script, tmp_path):
+    """Agents parse the genuine text (`Response:\\n` and the server's bytes, or urllib's `HTTP Error N: reason`);
+    an error is sent as often as the genuine library sends it: once (no kgfed retries unless asked)."""
+    url, where = f"{echo}/{script}{code}", f"{script}{code}"
+    before = _Echo.hits.get(where, 0)
+    want = ask(genuine, url, "ASK {}")
+    by_genuine = _Echo.hits[where] - before
+    got = ask(sync, url, "ASK {}", cache_dir=tmp_path)
+    if isinstance(want, urllib.error.HTTPError):
+        want.close()  # urllib's keeps the connection open
+    assert isinstance(want, Exception) and isinstance(got, type(want)) and isinstance(got, EndpointError)
+    assert str(got) == str(want)
+    assert by_genuine == 1 and _Echo.hits[where] - before == 2
+    if script == "reason":
+        assert str(got) == (f"HTTP Error {code}: Scripted Reason {code}" if code not in sync._STATUS_ERRORS
+                            else str(want))
+
+
+def test_kgfed_retries_only_when_asked(echo):
+    before = _Echo.hits.get("status500", 0)
+    error = ask(sync, f"{echo}/status500", "ASK {}", cache=False, retries=2)
+    assert isinstance(error, genuine.SPARQLExceptions.EndPointInternalError)
+    assert _Echo.hits["status500"] - before == 3
+    with pytest.raises(ValueError, match="retries"):
+        sync.SPARQLWrapper(f"{echo}/echo", retries=-1)
+
+
+def test_the_per_host_cap_is_documented_and_settable(echo):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def most_in_flight(threads: int) -> int:
+        _Echo.most = 0
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda n: ask(sync, f"{echo}/crowd", f"ASK {{ }} # {n}", cache=False), range(threads)))
+        return _Echo.most
+
+    assert sync.host_limit("127.0.0.1:1") == 16
+    sync.set_host_limit(3)
+    try:
+        assert sync.host_limit(echo.removeprefix("http://")) == 3
+        assert most_in_flight(8) == 3
+    finally:
+        sync.set_host_limit(None)
+    assert 3 < most_in_flight(20) <= 16
+    with pytest.raises(ValueError, match="at least 1"):
+        sync.set_host_limit(0)
+    assert "set_host_limit" in (ROOT / "docs" / "dropin.md").read_text() and "16" in (ROOT / "docs" / "dropin.md").read_text()
+
+
+class _Counting(BaseHTTPRequestHandler):
+    """A proxy in front of a real server that counts the requests it forwards."""
+
+    protocol_version = "HTTP/1.1"
+    target = ""
+    seen: list[str] = []
+
+    def log_message(self, *args) -> None:
+        return None
+
+    def do_GET(self) -> None:
+        self.forward(None)
+
+    def do_POST(self) -> None:
+        self.forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+    def forward(self, body: bytes | None) -> None:
+        import http.client
+
+        _Counting.seen.append(self.path)
+        target = urlsplit(self.target)
+        connection = http.client.HTTPConnection(target.netloc, timeout=60)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+        connection.request(self.command, self.path, body=body, headers=headers)
+        answer = connection.getresponse()
+        data = answer.read()
+        connection.close()
+        self.send_response(answer.status, answer.reason)
+        for k, v in answer.getheaders():
+            if k.lower() not in ("transfer-encoding", "connection", "content-length", "server", "date"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.mark.virtuoso
+def test_a_malformed_query_through_the_drop_in_is_sent_once_with_the_genuine_text_on_virtuoso(virtuoso_freebase):
+    _Counting.target = virtuoso_freebase.url
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}{urlsplit(virtuoso_freebase.url).path}"
+        for query in ("SELEC ?x WHERE { ?x ?p ?o }", "SELECT ?x WHERE { ?x ?p }"):
+            _Counting.seen = []
+            want = ask(genuine, url, query)
+            assert len(_Counting.seen) == 1
+            got = ask(sync, url, query, cache=False)
+            assert len(_Counting.seen) == 2, _Counting.seen
+            assert type(want) is genuine.SPARQLExceptions.QueryBadFormed and isinstance(got, type(want))
+            assert str(got) == str(want) and "SP030" in str(got)
+            response = str(got).split("Response:\n", 1)[1]  # what agents show their model
+            assert response[:2] in ("b'", 'b"') and "SP030" in response
+    finally:
+        server.shutdown()
+        server.server_close()

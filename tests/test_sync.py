@@ -51,7 +51,8 @@ def test_sparqlwrapper_drop_in_on_a_file_answers_ask_and_raises_the_genuine_erro
     try:
         sparql.query()
     except QueryBadFormed as exc:
-        assert "file:" in str(exc) and "\n" not in str(exc)
+        assert "file:" in exc.hint and "\n" not in exc.hint and str(exc).startswith("QueryBadFormed: ")  # type: ignore[attr-defined]
+        assert "\n\nResponse:\nb" in str(exc)  # the parser's words, where a server's would be (issue 42 item 12)
     else:
         raise AssertionError("a malformed query must raise QueryBadFormed")
 

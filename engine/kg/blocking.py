@@ -169,6 +169,7 @@ class _BlockingTransport:
                 connection.close()
             else:
                 self._give_back(key, connection)
+            response.msg.kgfed_reason = response.reason  # type: ignore[attr-defined]  # the status phrase, for urllib's HTTPError text
             return response.status, response.msg, data  # case-insensitive `get`, `items()` as received
         raise AssertionError("unreachable")
 

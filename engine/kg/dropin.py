@@ -1,8 +1,9 @@
 """A faithful `SPARQLWrapper` drop-in over kgfed's HTTP client and the cache root's document store.
 
 The drop-in is for code written against SPARQLWrapper (ToG's and PoG's `freebase_func.py`): change
-only the import line and every query goes through kgfed's HTTP client (keep-alive, per-host cap,
-retries on 5xx/resets, HTTP 429 Retry-After) and a response cache:
+only the import line and every query goes through kgfed's HTTP client (keep-alive, per-host cap of 16
+settable with `set_host_limit`, HTTP 429 Retry-After; retries on 5xx/resets only with `retries=`) and a
+response cache:
 
     from kgfed.engine.kg.sync import SPARQLWrapper, JSON, XML   # instead of `from SPARQLWrapper import ...`
     sparql = SPARQLWrapper("http://localhost:8890/sparql")
@@ -36,10 +37,12 @@ answers in batched transactions, off the caller's path. Switch the cache off wit
 
 HTTP errors raise what the genuine `_query()` raises, status for status: `QueryBadFormed` 400,
 `Unauthorized` 401, `EndPointNotFound` 404, `URITooLong` 414, `EndPointInternalError` 500, and
-`urllib.error.HTTPError` for every other status (501, 505, 429, 403…; after kgfed's retries for
-429/502/503/504), carrying the server's headers and body; `urllib.error.URLError` when the server
-cannot be reached, `TimeoutError` on `setTimeout`. Each is also a kgfed `EndpointError` with a
-one-line message carrying the endpoint's own words, and each pickles (a worker process's error
+`urllib.error.HTTPError` for every other status (501, 505, 429, 403…), carrying the server's headers
+and body; `urllib.error.URLError` when the server cannot be reached, `TimeoutError` on `setTimeout`.
+Each is sent once, as the genuine library sends it. `str()` of each is the genuine library's text (the
+server's response after `Response:\n` as a bytes repr; urllib's `HTTP Error N: phrase`; "timed out"),
+which agents parse; each is also a kgfed `EndpointError` whose `hint` is a one-line message carrying
+the endpoint's own words and the fix, and each pickles (a worker process's error
 reaches its parent intact). An endpoint URL with `user:password@` is sent as Basic auth; the
 password is in no key, entry or message. At interpreter exit the shared clients are closed and the
 last answers committed to the cache (`kgfed.cache.documents` says what is left to the writer thread).
@@ -75,7 +78,8 @@ from SPARQLWrapper.SPARQLExceptions import (EndPointInternalError, EndPointNotFo
 from ...cache.documents import CACHE_VERSION, DocumentCache, Entry, cache_key, complete_document  # noqa: F401
 from ...cache.documents import complete_headers as _complete_headers
 from ...cache.root import CacheError, Store
-from ...endpoints.client import HttpClient
+from ...endpoints.client import POLITE_HOSTS, WIKIMEDIA_API_CONCURRENCY, HttpClient, is_wikimedia_api
+from ...endpoints.options import DEFAULT_PER_HOST
 from ...endpoints.transport import Response
 from ...sparql.errors import EndpointError, EndpointTimeout, KgfedError
 from ...sparql.secrets import redact, split_credentials, strip_credentials
@@ -84,7 +88,7 @@ from .blocking import _LAST_RESPONSE, _BlockingTransport, _LoopThread, _PoliteCl
 __all__ = [
     *_sw.__all__,
     "SPARQLWrapperException", "EndPointInternalError", "EndPointNotFound", "QueryBadFormed", "Unauthorized",
-    "URITooLong", "flush_cache", "stats",
+    "URITooLong", "flush_cache", "stats", "set_host_limit", "host_limit",
 ]
 
 _SPARQL_JSON_TYPES = tuple(_wrapper._SPARQL_JSON)
@@ -99,24 +103,38 @@ PUBLIC_MODULE = "kgfed.engine.kg.sync"  # where users import the drop-in from: i
 _TWINS: dict[str, Any] = {}
 
 
-def _rebuild_twin(name: str, message: str) -> Exception:
+def _rebuild_twin(name: str, message: str, text: str | None = None) -> Exception:
     """Unpickle a drop-in error (its attributes follow as pickled state)."""
-    return _TWINS[name](message)
+    return _TWINS[name](message, text=text)
+
+
+def _genuine_text(genuine: type[Exception], response: bytes, hint: str) -> str:
+    """What the genuine library's error says for the same answer: SPARQLWrapper's own text (the server's
+    response after `Response:\n`, as a bytes repr), urllib's "timed out"; else kgfed's one line."""
+    if issubclass(genuine, SPARQLWrapperException):
+        return str(genuine(response or None))
+    if issubclass(genuine, TimeoutError):
+        return "timed out"
+    if genuine is _sparql_dataframe.QueryException:
+        return "Only SPARQL SELECT queries are supported."
+    return hint
 
 
 def _twin_error(genuine: type[Exception], kgfed: type[KgfedError] = EndpointError) -> Any:
-    """A subclass of the genuine exception that is also a kgfed error, with a one-line message."""
+    """A subclass of the genuine exception that is also a kgfed error: `str()` is the genuine library's text
+    (agents parse it), `hint` kgfed's one line naming the endpoint and the fix."""
 
-    def __init__(self, message: str, *, status: int | None = None, response: bytes = b"") -> None:
-        Exception.__init__(self, message)
-        self.status, self.retryable, self.response, self.reason = status, False, response, message
+    def __init__(self, message: str, *, status: int | None = None, response: bytes = b"", text: str | None = None) -> None:
+        Exception.__init__(self, _genuine_text(genuine, response, message) if text is None else text)
+        self.status, self.retryable, self.response, self.reason, self.hint = status, False, response, message, message
 
     def __reduce__(self):
-        return _rebuild_twin, (genuine.__name__, self.args[0]), dict(self.__dict__)
+        return _rebuild_twin, (genuine.__name__, self.hint, self.args[0]), dict(self.__dict__)
 
     twin = type(genuine.__name__, (genuine, kgfed), {
         "__init__": __init__, "__str__": lambda self: self.args[0], "__reduce__": __reduce__, "__module__": PUBLIC_MODULE,
-        "__doc__": f"The genuine `{genuine.__name__}`, raised by the drop-in (also a kgfed `{kgfed.__name__}`).",
+        "__doc__": f"The genuine `{genuine.__name__}`, raised by the drop-in (also a kgfed `{kgfed.__name__}`): "
+                   "`str()` is the genuine text, `hint` kgfed's one line.",
     })
     _TWINS[genuine.__name__] = twin
     return twin
@@ -142,7 +160,8 @@ class _HTTPError(urllib.error.HTTPError, EndpointError):
     """`urllib.error.HTTPError` (what the genuine library raises for other statuses), also a kgfed error.
 
     It carries what the server sent, as urllib's does: `code`, `headers` (e.g. `Retry-After`), `read()`
-    (the body) and `reason` (the status phrase); `str()` is kgfed's one line. Unlike urllib's, it pickles.
+    (the body) and `reason` (the server's status phrase); `str()` is urllib's (`HTTP Error 503: Service
+    Unavailable`), `hint` kgfed's one line. Unlike urllib's, it pickles.
     """
 
     def __init__(self, url: str, status: int, message: str, headers, body: bytes, reason: str | None = None):
@@ -159,8 +178,12 @@ class _HTTPError(urllib.error.HTTPError, EndpointError):
         urllib.error.HTTPError.__init__(self, url, status, reason, headers, io.BytesIO(body))
         self.retryable, self.response, self.message = status == 429, body, message  # `status` is HTTPError's (= code)
 
-    def __str__(self) -> str:
+    @property
+    def hint(self) -> str:
         return self.message
+
+    def __str__(self) -> str:
+        return urllib.error.HTTPError.__str__(self)
 
     def __reduce__(self):
         return _rebuild_http_error, (self.url, self.code, self.message, list(self.hdrs.items()), self.response, self.msg)
@@ -178,11 +201,12 @@ def _first_line(body: bytes, width: int = 200) -> str:
     return "(empty body)"
 
 
-def _raise_for_status(url: str, status: int, headers, body: bytes) -> None:
+def _raise_for_status(url: str, status: int, headers, body: bytes, reason: str | None = None) -> None:
     """Raise what the genuine library raises for this status (never returns unless it is 2xx).
 
     As urllib: any status outside 200-299 (redirects are followed before) is an error; 400, 401, 404,
-    414 and 500 become the genuine library's own classes, every other one `urllib.error.HTTPError`.
+    414 and 500 become the genuine library's own classes, every other one `urllib.error.HTTPError`
+    with the server's status phrase (`reason`, else the one the blocking transport kept on `headers`).
     """
     if 200 <= status < 300:
         return
@@ -190,7 +214,8 @@ def _raise_for_status(url: str, status: int, headers, body: bytes) -> None:
     words = redact(_first_line(body))
     if status in _STATUS_ERRORS:
         raise _STATUS_ERRORS[status](f"{host} answered HTTP {status}: {words}: {_FIXES[status]}", status=status, response=body)
-    raise _HTTPError(url, status, f"{host} answered HTTP {status}: {words}", headers, body)
+    raise _HTTPError(url, status, f"{host} answered HTTP {status}: {words}", headers, body,
+                     reason if reason is not None else getattr(headers, "kgfed_reason", None))
 
 
 # ---- a response the genuine QueryResult can read -------------------------------------------------------------
@@ -269,22 +294,24 @@ class _Runtime:
                 self.background = (_LoopThread(), _PoliteClient(_BlockingTransport(threaded=True)))
             return self.background
 
-    def _slot(self, host: str, client: HttpClient) -> threading.BoundedSemaphore:
+    def _slot(self, host: str) -> threading.BoundedSemaphore:
         with self.lock:
             if host not in self.slots:
-                self.slots[host] = threading.BoundedSemaphore(client.limit_for(host))
+                self.slots[host] = threading.BoundedSemaphore(host_limit(host))
             return self.slots[host]
 
-    def send(self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float | None):
-        """One request through kgfed's client; `timeout` (setTimeout) bounds each wait, as urllib's does."""
+    def send(self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float | None,
+             retries: int = 0):
+        """One request through kgfed's client; `timeout` (setTimeout) bounds each wait, as urllib's does;
+        `retries` of a 5xx, a 429 or a dropped connection (0: none, as the genuine library)."""
         runner: _LoopThread | _ThreadClient
         if _running_loop() is not None:
             runner, client = self._background()
         else:
             runner = self._own()
             client = runner.client
-        with self._slot(urlsplit(url).netloc, client):
-            return runner.run(_exchange(client, method, url, body, headers, timeout or None))
+        with self._slot(urlsplit(url).netloc):
+            return runner.run(_exchange(client, method, url, body, headers, timeout or None, retries))
 
     def stats(self) -> Counter:
         with self.lock:
@@ -309,12 +336,12 @@ class _Runtime:
 
 
 async def _exchange(client: HttpClient, method: str, url: str, body: bytes | None, headers: dict[str, str],
-                    timeout: float | None) -> Response:
+                    timeout: float | None, retries: int = 0) -> Response:
     """`client.request`; an EndpointError it raises carries the last response received (`last_response`)."""
     holder: list[Response] = []
     token = _LAST_RESPONSE.set(holder)  # a task's own context, or the caller's (driven without a task): reset below
     try:
-        return await client.request(method, url, data=body, headers=headers, timeout=timeout)
+        return await client.request(method, url, data=body, headers=headers, timeout=timeout, retries=retries)
     except EndpointError as exc:
         setattr(exc, "last_response", holder[0] if holder else None)  # noqa: B010 - read by _send
         raise
@@ -366,6 +393,46 @@ def _forget_runtime() -> None:  # a forked child has no loop thread: it starts i
 os.register_at_fork(after_in_child=_forget_runtime)
 
 
+# ---- the per-host cap: how many drop-in requests may be in flight to one host, all threads together ------
+_HOST_LIMITS: dict[str | None, int] = {}  # set_host_limit: a host's own cap, or every host's (None)
+HOST_LIMIT_ENV = "KGFED_DROPIN_PER_HOST"
+
+
+def _valid_limit(limit: object, where: str) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"{where} = {limit!r}: the per-host cap must be a whole number, at least 1")
+    return limit
+
+
+def set_host_limit(limit: int | None, host: str | None = None) -> None:
+    """Allow `limit` drop-in requests in flight at once to `host` (`"127.0.0.1:8890"`; None: every host without
+    published rules), counted over all threads of the process; `None` restores the default
+    (`$KGFED_DROPIN_PER_HOST`, else 16; a host with published rules keeps kgfed's polite cap unless named, and
+    a Wikimedia API host never gets more than its published 3). Requests already waiting keep the old cap."""
+    if limit is None:
+        _HOST_LIMITS.pop(host, None)
+    else:
+        _HOST_LIMITS[host] = _valid_limit(limit, "set_host_limit")
+    if _RUNTIME is not None:
+        with _RUNTIME.lock:
+            _RUNTIME.slots.clear()
+
+
+def host_limit(host: str) -> int:
+    """The drop-in's cap on requests in flight to `host` (`netloc`, e.g. `"127.0.0.1:8890"`)."""
+    limit = _HOST_LIMITS.get(host)
+    if limit is None and host in POLITE_HOSTS:
+        limit = POLITE_HOSTS[host]
+    if limit is None:
+        limit = _HOST_LIMITS.get(None)
+    if limit is None and os.environ.get(HOST_LIMIT_ENV, "").strip():
+        text = os.environ[HOST_LIMIT_ENV].strip()
+        limit = _valid_limit(int(text) if text.isdigit() else text, f"${HOST_LIMIT_ENV}")
+    if limit is None:
+        limit = DEFAULT_PER_HOST
+    return min(limit, WIKIMEDIA_API_CONCURRENCY) if is_wikimedia_api(host) else limit
+
+
 def stats() -> Counter:
     """Requests, retries, timeouts… sent by the drop-in in this process (kgfed's HttpClient counters)."""
     return _runtime().stats()
@@ -404,7 +471,7 @@ def _default_directory(cache_dir_variable: str | None, home: str | None) -> Loca
     from ...cache.root import CacheSpec  # the one reader of $KGFED_CACHE_DIR
 
     spec = CacheSpec.of(None)
-    return spec.location if spec.backend == "redis" else _absolute(os.fspath(spec.directory("documents")))
+    return spec.location if not spec.local else _absolute(os.fspath(spec.directory("documents")))
 
 
 @functools.lru_cache(maxsize=64)
@@ -440,7 +507,7 @@ def _file_answer(path: str, query: str, query_type: str, return_format: str) -> 
         result = store.query(query)
     except SyntaxError as exc:
         raise _STATUS_ERRORS[400](f"file:{path} rejected the query: {_first_line(str(exc).encode())}: fix the query",
-                                  status=400) from None
+                                  status=400, response=str(exc).encode()) from None  # as a server: its parser's words
     if query_type in (CONSTRUCT, DESCRIBE):
         name, content_type = _FILE_GRAPH_FORMATS.get(return_format, ("N_TRIPLES", "application/n-triples"))
         return content_type, result.serialize(format=getattr(ox.RdfFormat, name)) or b""
@@ -459,12 +526,16 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
 
     def __init__(self, endpoint: str, updateEndpoint: str | None = None, returnFormat: str = XML,
                  defaultGraph: str | None = None, agent: str = _sw.__agent__, *,
-                 cache: bool | None = None, cache_dir: str | os.PathLike | Store | None = None, dialect: str | None = None):
+                 cache: bool | None = None, cache_dir: str | os.PathLike | Store | None = None, dialect: str | None = None,
+                 retries: int = 0):
         super().__init__(endpoint, updateEndpoint, returnFormat, defaultGraph, agent)
-        self._kgfed_setup(cache, cache_dir)
+        self._kgfed_setup(cache, cache_dir, retries)
 
-    def _kgfed_setup(self, cache: bool | None, cache_dir: str | os.PathLike | Store | None) -> None:
+    def _kgfed_setup(self, cache: bool | None, cache_dir: str | os.PathLike | Store | None, retries: int = 0) -> None:
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"retries={retries!r}: give a whole number of retries, 0 (the genuine library's) or more")
         self.kgfed_cache_dir = _cache_directory(cache_dir) if _cache_enabled(cache) else None
+        self.kgfed_retries = retries
 
     def _query(self) -> tuple[Any, str]:
         """Send the request the genuine library built, through kgfed; (response, format) as the genuine one."""
@@ -514,7 +585,7 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
             return _wrapper.urlopener(request), self.returnFormat
         except urllib.error.HTTPError as exc:
             body = exc.read() if exc.fp is not None else b""
-            _raise_for_status(url, exc.code, exc.headers or {}, body)
+            _raise_for_status(url, exc.code, exc.headers or {}, body, exc.reason)
             raise  # a 2xx HTTPError: as urllib
         except TimeoutError:
             raise _TIMEOUT(f"{urlsplit(url).netloc} did not answer within setTimeout({self.timeout}) s: "
@@ -526,7 +597,7 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
     def _send(self, runtime: _Runtime, method: str, url: str, body: bytes | None, headers: dict[str, str]):
         host = urlsplit(url).netloc or url
         try:
-            return runtime.send(method, url, body, headers, self.timeout)
+            return runtime.send(method, url, body, headers, self.timeout, getattr(self, "kgfed_retries", 0))
         except EndpointError as exc:  # after kgfed's retries: the class the genuine library raises for it
             last = exc.__dict__.pop("last_response", None)
             status = exc.status
@@ -546,9 +617,9 @@ class SPARQLWrapper2(SPARQLWrapper, _smart.SPARQLWrapper2):
     """The genuine `SPARQLWrapper2` (JSON SELECT as `Bindings`) over the drop-in's client and cache."""
 
     def __init__(self, baseURI: str, defaultGraph: str | None = None, *,
-                 cache: bool | None = None, cache_dir: str | os.PathLike | Store | None = None):
+                 cache: bool | None = None, cache_dir: str | os.PathLike | Store | None = None, retries: int = 0):
         _smart.SPARQLWrapper2.__init__(self, baseURI, defaultGraph)
-        self._kgfed_setup(cache, cache_dir)
+        self._kgfed_setup(cache, cache_dir, retries)
 
 
 def get_sparql_dataframe(endpoint: str, query: str | bytes):
@@ -568,5 +639,5 @@ def get_sparql_dataframe(endpoint: str, query: str | bytes):
     return pd.DataFrame(rows)
 
 
-for _public in (SPARQLWrapper, SPARQLWrapper2, get_sparql_dataframe, stats, flush_cache):
+for _public in (SPARQLWrapper, SPARQLWrapper2, get_sparql_dataframe, stats, flush_cache, set_host_limit, host_limit):
     _public.__module__ = PUBLIC_MODULE  # reprs and pickles name the import path, as before the split
