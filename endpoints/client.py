@@ -30,7 +30,6 @@ Wikimedia's rules shape the defaults:
 from __future__ import annotations
 
 import email.utils
-import functools
 import json
 import os
 import random
@@ -47,18 +46,18 @@ if TYPE_CHECKING:  # imported where used (sleeps, semaphores): the SPARQLWrapper
     import asyncio
 
 
-from ..sparql.errors import (
-    ClientClosed, EndpointConnectionError, EndpointError, EndpointTimeout, HttpStatusError, QueryTimeout,
-    RateLimited, UserAgentRejected,
+from ..sparql.errors import ClientClosed, EndpointError, HttpStatusError
+from . import handlers
+from .handlers import RETRY_STATUSES, Call
+from .kinds import (
+    CONTACT_ENV, DEFAULT_CONFIG, HOW_TO_SET_CONTACT, POLITE_HOSTS, ServerKind, first_line, is_query_service, is_wikimedia,
+    is_wikimedia_api, kind_named, kind_of_host,
 )
-from ..sparql.secrets import strip_credentials
 from .options import DEFAULT_PER_HOST, DEFAULT_RETRIES, DEFAULT_TIMEOUT, HttpOptions
-from .transport import (
-    AiohttpTransport, AsyncTransport, Request, Response, TransportConnectError, TransportTimeout, TransportTruncated,
-)
+from .transport import AiohttpTransport, AsyncTransport, Response
 
 __all__ = ["HttpClient", "HttpOptions", "Response", "DEFAULT_USER_AGENT", "POLITE_HOSTS", "parse_retry_after", "make_user_agent",
-           "resolve_contact", "is_wikimedia", "is_wikimedia_api"]
+           "resolve_contact", "is_wikimedia", "is_wikimedia_api", "is_query_service", "first_line", "RETRY_STATUSES"]
 
 
 
@@ -167,12 +166,8 @@ def _version(distribution: str = "kgfed", default: str = "0+unknown", listed: di
 _LISTED = _listed_versions("kgfed", "aiohttp")  # one pass over sys.path for both
 VERSION = _version(listed=_LISTED)
 AIOHTTP_VERSION = _version("aiohttp", "3", _LISTED)  # read from its metadata: importing aiohttp here costs 0.4 s
-CONTACT_ENV = "KGFED_CONTACT"
 TOKEN_ENV = "KGFED_WIKIMEDIA_TOKEN"
 CONFIG_ENV = "KGFED_CONFIG"
-DEFAULT_CONFIG = Path.home() / ".config" / "kgfed" / "config.toml"
-HOW_TO_SET_CONTACT = (f"set your contact (an email or a URL) with --contact, ${CONTACT_ENV} or contact = \"...\" "
-                      f"in {DEFAULT_CONFIG}")
 
 
 def make_user_agent(contact: str | None = None) -> str:
@@ -184,16 +179,8 @@ def make_user_agent(contact: str | None = None) -> str:
 DEFAULT_USER_AGENT = make_user_agent()  # no contact: the first Wikimedia request warns
 _CONTACT_IN_UA = re.compile(r"\([^)]*(@|https?://|[a-z0-9-]+\.[a-z]{2,})[^)]*\)", re.IGNORECASE)
 
-# Hosts with published rules get a low default cap; everything else (local Virtuoso/Oxigraph) a high one.
-POLITE_HOSTS = {
-    "query.wikidata.org": 5,
-    "query-main.wikidata.org": 5,
-    "query-scholarly.wikidata.org": 5,
-    "www.wikidata.org": 3,
-    "en.wikipedia.org": 3,
-    "qlever.cs.uni-freiburg.de": 4,
-    "qlever.dev": 4,
-}
+# Hosts with published rules get a low default cap (`kinds.POLITE_HOSTS`, from each `ServerKind`); everything
+# else (local Virtuoso/Oxigraph) a high one.
 WIKIMEDIA_API_CONCURRENCY = 3  # "limit the number of concurrent requests to 3 or fewer" (Wikimedia APIs/Rate limits)
 # Client-side requests per minute per Wikimedia API host (api.php, REST); `[budgets]` in the config file
 # overrides. Where each number comes from (checked 2026-11-25) is in docs/endpoints.md:
@@ -209,29 +196,8 @@ API_PORTAL = "api.wikimedia.org"  # its published per-IP hourly limits hold for 
 # WDQS: "one client (User-Agent + IP) is allowed 60 seconds of processing time each 60 seconds" and 5 parallel
 # queries (https://www.mediawiki.org/wiki/Wikidata_Query_Service/User_Manual#Query_limits); kgfed spends the
 # wall time of each answer from a per-host bucket refilled at 60 s a minute, so it never asks past the limit.
-QUERY_SECONDS_PER_MINUTE = 60.0
-RETRY_STATUSES = {500, 502, 503, 504}
-_WIKIMEDIA_DOMAINS = ("wikidata.org", "wikipedia.org", "wikimedia.org", "mediawiki.org", "wiktionary.org",
-                      "wikiquote.org", "wikisource.org", "wikibooks.org", "wikinews.org", "wikiversity.org", "wikivoyage.org")
+QUERY_SECONDS_PER_MINUTE = 60.0  # `kinds.WDQS.query_seconds_per_minute`
 _warned_no_contact = False
-
-
-@functools.lru_cache(maxsize=256)  # asked three times a request (8 µs of the drop-in's ~0.4 ms CPU a query)
-def is_wikimedia(host: str) -> bool:
-    """A host run by the Wikimedia Foundation (its User-Agent and robot policies apply)."""
-    host = host.split(":")[0].lower()
-    return any(host == d or host.endswith("." + d) for d in _WIKIMEDIA_DOMAINS)
-
-
-def is_query_service(host: str) -> bool:
-    """A Wikimedia SPARQL query service (WDQS main/scholarly, the Commons query service): its own limits."""
-    first = host.split(":")[0].lower().split(".")[0]
-    return is_wikimedia(host) and (first.startswith("query") or first.endswith("-query"))
-
-
-def is_wikimedia_api(host: str) -> bool:
-    """A Wikimedia API host under the global per-minute limits (api.php, REST); not the query services."""
-    return is_wikimedia(host) and not is_query_service(host)
 
 
 class _TimeBudget:
@@ -312,6 +278,7 @@ class HttpClient:
         max_backoff: float = 30.0,
         max_retry_after: float = 300.0,
         transport: AsyncTransport | None = None,
+        repeat_timeouts: bool = False,
     ):
         config = _read_config()
         self.contact = resolve_contact(contact)
@@ -333,9 +300,14 @@ class HttpClient:
         self._limiters: dict[str, object] = {}
         self._paused_until: dict[str, float] = {}
         self._time_budgets: dict[str, _TimeBudget] = {}
-        self._authorized: set[str] = set()  # query-service hosts that asked for authentication (they get the token)
+        self.authorized: set[str] = set()  # query-service hosts that asked for authentication (they get the token)
+        self.repeat_timeouts = repeat_timeouts  # True: a request that timed out may be sent again in this run
+        self._kinds: dict[str, ServerKind] = {}  # hosts whose kind a caller declared (`declare_kind`)
         self._closed = False
         self.stats: Counter[str] = Counter()
+        self.log, self.token_env = log, TOKEN_ENV  # what the handlers log to and name
+        self._send = handlers.chain([handlers.NoRepeat(self), handlers.Auth(self), handlers.Retry(self),
+                                     handlers.Recognise(self), handlers.Polite(self)], handlers.Transport(self))
 
     @classmethod
     def from_options(cls, options: HttpOptions, *, transport: AsyncTransport | None = None,
@@ -380,10 +352,20 @@ class HttpClient:
         return self._closed
 
     # -- politeness ------------------------------------------------------------------------------
+    def kind_for(self, host: str) -> ServerKind:
+        """What kgfed knows of the server at `host` (declared with `declare_kind`, else `kinds.kind_of_host`)."""
+        declared = self._kinds.get(host)
+        return declared if declared is not None else kind_of_host(host)
+
+    def declare_kind(self, host: str, kind: ServerKind | str) -> None:
+        """`host` is a server of `kind` (a `ServerKind` or its name): e.g. a local Virtuoso behind a plain URL."""
+        self._kinds[host] = kind_named(kind) if isinstance(kind, str) else kind
+
     def limit_for(self, host: str) -> int:
         """Requests in flight allowed to `host` at once."""
-        if is_wikimedia_api(host):  # never more than Wikimedia's 3, whatever --concurrency says
-            return min(self._host_limits.get(host, WIKIMEDIA_API_CONCURRENCY), WIKIMEDIA_API_CONCURRENCY)
+        ceiling = self.kind_for(host).concurrency_ceiling
+        if ceiling is not None:  # never more than Wikimedia's 3, whatever --concurrency says
+            return min(self._host_limits.get(host, ceiling), ceiling)
         if host in self._host_limits:
             return self._host_limits[host]
         return self._per_host
@@ -397,7 +379,7 @@ class HttpClient:
         """Requests per minute allowed to `host` (None: no budget, only the concurrency cap)."""
         if host in self._budget_overrides:
             return self._budget_overrides[host] or None
-        if not is_wikimedia_api(host):
+        if not self.kind_for(host).request_budget:
             return None
         if self.token:
             return AUTHENTICATED_BUDGET
@@ -407,7 +389,7 @@ class HttpClient:
 
     def query_seconds_for(self, host: str) -> float | None:
         """Seconds of query time per minute allowed to `host` (WDQS's published 60; None: no such budget)."""
-        return QUERY_SECONDS_PER_MINUTE if is_query_service(host) else None
+        return self.kind_for(host).query_seconds_per_minute
 
     def _time_budget(self, host: str) -> _TimeBudget | None:
         budget = self._time_budgets.get(host)
@@ -457,12 +439,13 @@ class HttpClient:
     def _headers(self, host: str, headers: Mapping[str, str] | None) -> dict[str, str]:
         global _warned_no_contact
         out = {"User-Agent": self.user_agent}
-        if is_wikimedia(host):
+        kind = self.kind_for(host)
+        if kind.wikimedia:
             if not self.has_contact and not _warned_no_contact:
                 _warned_no_contact = True
                 log.warning("kgfed: warning: no contact in the User-Agent for %s (Wikimedia may refuse the request): %s",
                             host, HOW_TO_SET_CONTACT)
-            if self.token and (is_wikimedia_api(host) or host in self._authorized):
+            if self.token and (kind.token == "always" or (kind.token == "on-challenge" and host in self.authorized)):
                 out["Authorization"] = f"Bearer {self.token}"
         out.update(headers or {})
         return out
@@ -492,85 +475,11 @@ class HttpClient:
         `EndpointConnectionError`/`HttpStatusError` after the retry budget on dropped connections/5xx.
         """
         host = urlsplit(url).netloc.rpartition("@")[2]  # never the userinfo (secrets.py)
-        what = f"{method} {host}"
         if self._closed:
-            raise ClientClosed(f"{what}: the HTTP client is closed: open the KG/run again (a closed client sends nothing)")
-        limit = timeout or self.timeout
-        retries = self.retries if retries is None else retries
-        last_error: EndpointError | None = None
-        for attempt in range(retries + 1):
-            await self._wait_if_paused(host)
-            try:
-                async with self._semaphore(host):
-                    await self._wait_if_paused(host)  # a 429 may have paused the host while this one queued
-                    await self._spend_budget(host)
-                    seconds = self._time_budget(host)
-                    if seconds is not None:
-                        await seconds.wait()
-                    self.stats["requests"] += 1
-                    request = Request(method, url, params, data, self._headers(host, headers), limit)
-                    log.debug("%s %s (attempt %d)", method, strip_credentials(url), attempt + 1)
-                    started = time.monotonic()
-                    try:
-                        response = await self.transport.send(request)
-                    finally:
-                        if seconds is not None:
-                            seconds.spend(time.monotonic() - started)
-            except TransportTimeout:
-                self.stats["timeouts"] += 1
-                raise EndpointTimeout(
-                    f"{what} timed out after {limit:g} s: simplify the query, batch less, or raise --timeout",
-                ) from None
-            except TransportTruncated as exc:
-                last_error = EndpointConnectionError(f"{what} sent a truncated response ({exc})", retryable=True)
-            except TransportConnectError as exc:
-                last_error = EndpointConnectionError(f"{what} connection failed ({exc})", retryable=True)
-            else:
-                _refuse_robot_policy(what, host, response)
-                if response.status in (401, 403) and is_query_service(host) and _asks_authentication(response):
-                    if self.token and host not in self._authorized:  # the query service now wants the token
-                        self._authorized.add(host)
-                        log.info("%s asked for authentication (HTTP %d): sending $%s to it from now on", what,
-                                 response.status, TOKEN_ENV)
-                        return await self.request(method, url, params=params, data=data, headers=headers, timeout=timeout)
-                    refused = "refused the token in" if self.token else "asks for authentication:"
-                    raise HttpStatusError(f"{what} {refused} ${TOKEN_ENV} (HTTP {response.status}: {first_line(response.text(), 90)}): "
-                                          "set it to a valid Wikimedia OAuth 2.0 access token, or use --fallback qlever-wikidata",
-                                          status=response.status)
-                if response.status in passthrough:
-                    return response
-                if response.status == 429:
-                    self.stats["rate_limited"] += 1
-                    _raise_server_timeout(what, response)
-                    wait = parse_retry_after(response.headers.get("Retry-After"))
-                    if wait is not None and wait > self.max_retry_after:
-                        raise RateLimited(
-                            f"{what} is rate limited for {wait:.0f} s (HTTP 429 Retry-After): wait, then rerun; cached answers are kept",
-                            retry_after=wait,
-                        )
-                    wait = wait if wait is not None else self._delay(attempt + 1)
-                    self.pause(host, wait)
-                    log.info("%s answered 429: pausing the host %.1f s", what, wait)
-                    last_error = RateLimited(f"{what} answered HTTP 429 (rate limited) {attempt + 1} times", retry_after=wait)
-                    continue  # the pause above is the delay
-                _raise_blazegraph_timeout(what, response)
-                if response.status in RETRY_STATUSES:
-                    last_error = HttpStatusError(
-                        f"{what} answered HTTP {response.status}: {first_line(response.text())}",
-                        status=response.status,
-                        retryable=True,
-                    )
-                else:
-                    log.debug("%s answered %d (%d bytes)", what, response.status, len(response.body))
-                    return response
-            if attempt < retries:
-                self.stats["retries"] += 1
-                delay = self._delay(attempt)
-                log.info("%s; retry %d of %d in %.1f s", last_error, attempt + 1, retries, delay)
-                await self._sleep(delay)
-        assert last_error is not None
-        self.stats["errors"] += 1
-        raise type(last_error)(f"{last_error} (gave up after {retries + 1} attempts)", **_error_kwargs(last_error))
+            raise ClientClosed(f"{method} {host}: the HTTP client is closed: open the KG/run again (a closed client sends nothing)")
+        call = Call(method, url, host, self.kind_for(host), params, data, headers, timeout or self.timeout, passthrough,
+                    self.retries if retries is None else retries)
+        return await self._send(call)
 
     async def get_json(self, url: str, *, params: dict[str, str] | None = None, headers: dict[str, str] | None = None):
         """GET and decode JSON; a non-2xx status raises HttpStatusError, a malformed body EndpointError."""
@@ -584,75 +493,3 @@ class HttpClient:
             return json.loads(response.body)
         except ValueError as exc:
             raise EndpointError(f"GET {urlsplit(url).netloc.rpartition('@')[2]} returned malformed JSON ({exc})") from None
-
-
-def _asks_authentication(response: Response) -> bool:
-    """A 401, or a 403 carrying a `WWW-Authenticate` challenge (a robot-policy 403 has none)."""
-    return response.status == 401 or bool(response.headers.get("WWW-Authenticate"))
-
-
-def _refuse_robot_policy(what: str, host: str, response: Response) -> None:
-    """Wikimedia's robot-policy notice (HTTP 200 plain text since 2026, or 403): an error, never an answer."""
-    if response.status not in (200, 403) or len(response.body) > 4096 or "json" in response.content_type:
-        return
-    text = response.text().lower()
-    if "robot policy" in text or (response.status == 403 and is_wikimedia(host) and "user-agent" in text):
-        raise UserAgentRejected(
-            f"{what} refused the request for its User-Agent (HTTP {response.status}: {first_line(response.text(), 90)}): "
-            f"{HOW_TO_SET_CONTACT}",
-            status=response.status,
-        )
-
-
-def _raise_server_timeout(what: str, response: Response) -> None:
-    """QLever answers a query past its time limit with HTTP 429 and JSON `exception`: a timeout, not a rate limit."""
-    if response.headers.get("Retry-After"):
-        return
-    try:
-        doc = json.loads(response.body)
-    except ValueError:
-        return
-    if not isinstance(doc, dict) or not isinstance(doc.get("exception"), str):
-        return
-    message = doc["exception"].split(" Last operation:")[0].strip()
-    if "timed out" in message.lower():
-        raise QueryTimeout(f"{what} stopped the query at its time limit (HTTP 429: {message}): ask a narrower query "
-                           "(a smaller --batch-size, fewer hops, a LIMIT); this is a timeout, not a rate limit", status=429)
-    raise HttpStatusError(f"{what} cancelled the query (HTTP 429: {first_line(message)}): run it again later", status=429)
-
-
-# What Blazegraph (WDQS) writes when a query runs past its deadline: the query, then the Java exception.
-_BLAZEGRAPH_TIMEOUTS = (b"java.util.concurrent.TimeoutException", b"QueryTimeoutException", b"Query deadline is expired")
-
-
-def _raise_blazegraph_timeout(what: str, response: Response) -> None:
-    """WDQS stops a query at its 60 s deadline with HTTP 500 and a plain-text body (`SPARQL-QUERY:
-    queryStr=…` then `java.util.concurrent.TimeoutException` and its stack), or, when rows were already
-    streaming, with HTTP 200 whose JSON breaks off into the same text. Either is a query timeout: raised
-    at once as `QueryTimeout` (asking the same query again times out again), never parsed or cached."""
-    body = response.body
-    if response.status == 500:
-        head = body[:65536]
-    elif response.status == 200 and not body.rstrip().endswith((b"}", b"]")) and body.lstrip()[:1] == b"{":
-        head = body[-65536:]
-    else:
-        return
-    if not any(marker in head for marker in _BLAZEGRAPH_TIMEOUTS):
-        return
-    raise QueryTimeout(f"{what} stopped the query at its time limit (HTTP {response.status}: "
-                       "java.util.concurrent.TimeoutException): ask a narrower query (a smaller batch_size, fewer hops, "
-                       "a LIMIT); kgfed's batched calls split such a query by themselves", status=response.status)
-
-
-def first_line(text: str, width: int = 160) -> str:
-    """The first non-blank line of a reply body, cut to `width` (for one-line error messages)."""
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:width]
-    return "(empty body)"
-
-
-def _error_kwargs(error: EndpointError) -> dict:
-    if isinstance(error, RateLimited):
-        return {"retry_after": error.retry_after}
-    return {"status": error.status, "retryable": error.retryable}

@@ -6,6 +6,7 @@ asks for authentication, never to another host, never into the cache."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from kgfed.cache import recording
 from kgfed.cache.responses import ResponseCache
 from kgfed.endpoints import client as client_module
+from kgfed.endpoints import kinds
 from kgfed.endpoints.client import HttpClient
 from kgfed.endpoints.http import HttpEndpoint
 from kgfed.endpoints.transport import MockTransport, Request, Response
@@ -85,7 +87,8 @@ async def test_at_most_three_requests_in_flight_to_an_api_host(concurrency):
 
 
 async def test_wdqs_query_time_is_spent_from_60_seconds_a_minute(monkeypatch):
-    monkeypatch.setattr(client_module, "QUERY_SECONDS_PER_MINUTE", 0.3)  # scaled down: 0.3 s of query time a minute
+    scaled = dataclasses.replace(kinds.WDQS, query_seconds_per_minute=0.3)  # scaled down: 0.3 s of query time a minute
+    monkeypatch.setitem(kinds.KINDS, "wdqs", scaled)
 
     async def working(request: Request) -> Response:
         await asyncio.sleep(0.2)
