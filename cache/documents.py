@@ -266,9 +266,10 @@ class TableStore:
 
 
 def open_documents(location: CacheSpec | str | os.PathLike[str]) -> Store:
-    """The `documents` store at `location`: a Redis URL (its `kgfed:documents:*` keys) or the directory itself."""
+    """The `documents` store at `location`: the directory itself, or a shared backend's root (Redis: its
+    `kgfed:documents:*` keys)."""
     spec = CacheSpec.of(location)
-    if spec.backend == "redis":
+    if not spec.local:
         return open_store(spec, "documents")
     return TableStore(spec.location)
 

@@ -149,7 +149,7 @@ def open_failsafe(spec: CacheSpec | str | os.PathLike[str] | None, kind: str, **
     """`root.open_store(spec, kind, **options)`, guarded; a store that cannot be opened (a full or read-only
     disk, Redis not answering) is one warning and a store that keeps nothing, and the run goes on."""
     root = CacheSpec.of(spec)
-    location = str(root.directory(kind)) if root.backend == "disk" else strip_credentials(root.location)
+    location = str(root.directory(kind)) if root.local else strip_credentials(root.location)
     return _opened(lambda: open_store(root, kind, **options), kind, location)
 
 

@@ -111,7 +111,7 @@ class ResponseCache:
         self._opener: threading.Thread | None = None
         self._let_go = threading.Event()  # the opening thread keeps its connection (and SQLite's WAL files) until then
         self.directory: Path | None
-        if self.spec.backend == "disk" and _can_make_off_path(self.spec.directory("responses")):
+        if self.spec.local and _can_make_off_path(self.spec.directory("responses")):
             self.directory = self.spec.directory("responses")
             self.location = str(self.directory)
             self._opening = concurrent.futures.Future()
@@ -120,10 +120,10 @@ class ResponseCache:
             self._opener.start()
         else:
             self._opened = open_store(self.spec, "responses", size_limit=size_limit)
-            self.directory = Path(self._opened.location) if self.spec.backend == "disk" else None
+            self.directory = Path(self._opened.location) if self.spec.local else None
             self.location = self._opened.location
         # Whether `prefetch` reads anything: Redis answers many keys in one round trip; a disk read has none to save.
-        self.prefetches = self.spec.backend != "disk"
+        self.prefetches = not self.spec.local
         self._batch = batch
         self._linger = linger
         self._memory: OrderedDict[str, Entry] = OrderedDict()

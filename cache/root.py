@@ -32,12 +32,13 @@ import os
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..sparql.errors import Closed, KgfedError
+from ..sparql.registry import Registry
 from ..sparql.secrets import redact, remember, strip_credentials
 
 ENV = "KGFED_CACHE_DIR"
@@ -90,7 +91,7 @@ def default_root() -> str:
 def local_root() -> Path:
     """The default root if it is a directory, else (a Redis root) `~/.cache/kgfed` (kept for callers of kgfed < 0.3)."""
     spec = CacheSpec.of(None)
-    return Path(spec.location) if spec.backend == "disk" else home_root()
+    return Path(spec.location) if spec.local else home_root()
 
 
 @dataclass(frozen=True)
@@ -105,25 +106,34 @@ class CacheSpec:
         if isinstance(value, CacheSpec):
             return value
         text = default_root() if value is None or os.fspath(value) == "" else os.fspath(value)
-        if text.startswith(REDIS_SCHEMES):
-            parsed = urllib.parse.urlparse(text)
-            db = parsed.path.strip("/") if parsed.scheme != "unix" else ""
-            if (parsed.scheme != "unix" and not parsed.hostname) or (db and not db.isdigit()):
-                raise KgfedError(f"cache location {redact(text)!r} is not a Redis URL: give redis://HOST:PORT/DB (e.g. redis://127.0.0.1:6379/0)")
-            return cls(text)
-        if "://" in text:
-            raise KgfedError(f"cache location {redact(text)!r} has an unknown scheme: give a directory or redis://HOST:PORT/DB")
-        return cls(str(Path(text).expanduser().resolve()))
+        scheme, sep, _ = text.partition("://")
+        if not sep:
+            return cls(str(Path(text).expanduser().resolve()))
+        if not scheme or scheme == "disk" or scheme not in BACKENDS:
+            raise KgfedError(f"cache location {redact(text)!r} has an unknown scheme: give a directory, redis://HOST:PORT/DB "
+                             f"or the URL of a registered cache backend ({', '.join(n + '://' for n in BACKENDS if n != 'disk')})")
+        return cls(BACKENDS.get(scheme).check(text))
+
+    @property
+    def store_backend(self) -> Backend:
+        """The `Backend` this root's location names (`disk` for a directory)."""
+        scheme, sep, _ = self.location.partition("://")
+        return BACKENDS.get(scheme if sep else "disk")
 
     @property
     def backend(self) -> str:
-        """`disk` or `redis`."""
-        return "redis" if self.location.startswith(REDIS_SCHEMES) else "disk"
+        """The backend's name: `disk`, `redis`, or one another package registered."""
+        return self.store_backend.name
+
+    @property
+    def local(self) -> bool:
+        """Whether the stores are directories on this machine (`directory(kind)`): the disk backend's."""
+        return self.store_backend.local
 
     def directory(self, kind: str) -> Path:
         """The disk directory of a kind's store; on a Redis root, the one it would have under `~/.cache/kgfed`."""
         name = KINDS[_check_kind(kind)]
-        if self.backend == "disk":
+        if self.local:
             root = Path(self.location)
             if kind == "responses" and (root / "cache.db").exists() and not (root / name).exists():
                 return root  # a response cache made before the root (its --cache-dir held the answers)
@@ -380,10 +390,54 @@ def open_store(spec: CacheSpec | str | os.PathLike[str] | None, kind: str, **opt
     """
     spec = CacheSpec.of(spec)
     _check_kind(kind)
-    if spec.backend == "redis":
-        return RedisStore(spec.location, kind)
+    return spec.store_backend.open(spec, kind, **options)
+
+
+def _open_disk(spec: CacheSpec, kind: str, **options: Any) -> Store:
     if kind == "documents":
         from .documents import TableStore  # it imports this module
 
         return TableStore(spec.directory(kind))
     return DiskStore(spec.directory(kind), **options)
+
+
+def _open_redis(spec: CacheSpec, kind: str, **options: Any) -> Store:
+    return RedisStore(spec.location, kind)
+
+
+def _check_redis(text: str) -> str:
+    parsed = urllib.parse.urlparse(text)
+    db = parsed.path.strip("/") if parsed.scheme != "unix" else ""
+    if (parsed.scheme != "unix" and not parsed.hostname) or (db and not db.isdigit()):
+        raise KgfedError(f"cache location {redact(text)!r} is not a Redis URL: give redis://HOST:PORT/DB (e.g. redis://127.0.0.1:6379/0)")
+    return text
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A cache backend: how a root's stores open, and what callers may ask of it instead of its name.
+
+    `open(spec, kind, **options)` returns the `kind` store (a `Store`) under the root `spec`; `check(location)`
+    validates a location of its scheme and returns it as the root is named (`CacheSpec.location`); `local`:
+    its stores are directories on this machine (`CacheSpec.directory(kind)`; False: one shared location,
+    such as a Redis database, whose `prefetch` saves round trips). It is registered under the URL scheme(s)
+    it answers (`BACKENDS.register("mykv", Backend("mykv", open_mykv))` for `--cache-dir mykv://…`), or by
+    another package with an entry point in the group `kgfed.cache` naming such an object.
+    """
+
+    name: str
+    open: Callable[..., Store]  # (spec, kind, **options): the disk backend takes `size_limit`
+    local: bool = False
+    check: Callable[[str], str] = _as_is
+
+
+DISK = Backend("disk", _open_disk, local=True)
+REDIS = Backend("redis", _open_redis, check=_check_redis)
+# URL scheme -> backend (`disk`: a plain directory)
+BACKENDS: Registry[Backend] = Registry("cache backend", "kgfed.cache", {
+    "disk": DISK, "redis": REDIS, "rediss": REDIS, "unix": REDIS,
+})

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..cache.options import CacheOptions
 from ..endpoints.options import HttpOptions
-from ..sparql.dialects import DIALECTS
+from ..sparql.dialects import DIALECT_REGISTRY, DIALECTS
 from ..sparql.errors import KgfedError, UnknownEndpoint
 
 __all__ = ["HttpOptions", "CacheOptions", "KGSpec", "AlignOptions", "KGs", "kg_specs", "open_kg", "open_kgs",
@@ -31,7 +31,7 @@ __all__ = ["HttpOptions", "CacheOptions", "KGSpec", "AlignOptions", "KGs", "kg_s
 
 DIALECT_NAMES = tuple(d.name for d in DIALECTS)  # what a KG name or a `DIALECT@` prefix may say
 _KG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
-_DIALECT_PREFIX = re.compile(rf"({'|'.join(map(re.escape, DIALECT_NAMES))})@(.+)")
+_DIALECT_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,31})@(.+)")  # DIALECT@SPEC, DIALECT a registered dialect's name
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,8 @@ class KGSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _KG_NAME.fullmatch(self.name):
             raise KgfedError(f"invalid KG name {self.name!r}: use letters, digits, - or _ (e.g. freebase, wikidata, fb2)")
-        if self.dialect is not None and self.dialect not in DIALECT_NAMES:
-            raise KgfedError(f"unknown dialect {self.dialect!r} for KG {self.name!r}: use freebase or wikidata")
+        if self.dialect is not None and self.dialect not in DIALECT_REGISTRY:
+            raise KgfedError(f"unknown dialect {self.dialect!r} for KG {self.name!r}: use one of {', '.join(DIALECT_REGISTRY)}")
         if self.name in DIALECT_NAMES and self.dialect not in (None, self.name):
             raise KgfedError(f"KG {self.name!r} cannot speak {self.dialect}: rename it (e.g. --kg {self.dialect[:2]}2 "
                              f"--endpoint {self.dialect[:2]}2={self.dialect}@…) or drop the {self.dialect}@ prefix")
@@ -71,7 +71,7 @@ class KGSpec:
             key, spec = name, item
         spec = spec.strip()
         prefixed = _DIALECT_PREFIX.fullmatch(spec)
-        if prefixed:
+        if prefixed and prefixed.group(1) in DIALECT_REGISTRY:
             return cls(key.strip(), prefixed.group(2).strip(), prefixed.group(1))
         return cls(key.strip(), spec)
 

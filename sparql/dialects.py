@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal as TypingLiteral
 
 from . import terms
 from .errors import InvalidIdentifier, Unsupported
+from .registry import Registry
 
 Direction = TypingLiteral["out", "in"]
 DIRECTIONS: tuple[Direction, ...] = ("out", "in")
@@ -550,8 +551,12 @@ class FreebaseDialect(Dialect):
 
 WIKIDATA = WikidataDialect()
 FREEBASE = FreebaseDialect()
-_DIALECTS = {"wikidata": WIKIDATA, "freebase": FREEBASE}
-DIALECTS: tuple[Dialect, ...] = (FREEBASE, WIKIDATA)  # every dialect kgfed speaks
+_DIALECTS: dict[str, Any] = {"wikidata": WIKIDATA, "freebase": FREEBASE}
+DIALECTS: tuple[Dialect, ...] = (FREEBASE, WIKIDATA)  # the dialects kgfed itself speaks
+# every dialect by name: another package adds one (a `Dialect` instance, e.g. a frozen dataclass derived from
+# `FreebaseDialect` with its own `name`) with an entry point in the group `kgfed.dialects`, or `register(...)`
+DIALECT_REGISTRY: Registry[Dialect] = Registry("dialect", "kgfed.dialects", _DIALECTS, package=__name__,
+                                               error=InvalidIdentifier, hint=" (--dialect NAME)")
 
 
 def dialect_of(entity_id: str) -> Dialect | None:
@@ -560,10 +565,18 @@ def dialect_of(entity_id: str) -> Dialect | None:
 
 
 def get_dialect(name: str | Dialect) -> Dialect:
-    """The dialect called `name` ('wikidata' or 'freebase')."""
+    """The dialect called `name` ('wikidata', 'freebase', or one another package registered)."""
     if isinstance(name, Dialect):
         return name
-    try:
-        return _DIALECTS[name]
-    except (KeyError, TypeError):
-        raise InvalidIdentifier(f"unknown dialect {name!r}: use --dialect wikidata or --dialect freebase") from None
+    if not isinstance(name, str):
+        raise InvalidIdentifier(f"unknown dialect {name!r}: use --dialect wikidata or --dialect freebase")
+    dialect = DIALECT_REGISTRY.get(name)
+    if not isinstance(dialect, Dialect):
+        raise InvalidIdentifier(f"dialect {name!r} is a {type(dialect).__name__}, not a kgfed.sparql.dialects.Dialect "
+                                "instance: register an instance")
+    return dialect
+
+
+def dialect_names() -> list[str]:
+    """Every dialect's name (the built-in ones and those other packages register), sorted."""
+    return DIALECT_REGISTRY.names()

@@ -56,7 +56,6 @@ gold query, and names an answer only when a tool result shows it.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -65,9 +64,10 @@ from typing import Any, ClassVar
 
 from ...cache.costs import charge
 from ...sparql.errors import InvalidIdentifier, KgfedError
+from ...sparql.registry import Registry
 from ..kg.facade import KG
 
-__all__ = ["PROFILES", "Tool", "ToolContext", "ToolError", "ToolProfile", "answer_tool", "check_arguments",
+__all__ = ["PROFILES", "TOOL_PROFILES", "Tool", "ToolContext", "ToolError", "ToolProfile", "answer_tool", "check_arguments",
            "get_profile", "hop_hint"]
 
 # profile name -> "module:Class" (relative to this package), imported on first use like methods.REGISTRY
@@ -81,15 +81,14 @@ class ToolError(KgfedError):
     """A tool call the loop answers with an error result: bad arguments, unknown tool, invalid id."""
 
 
+# every profile: another package adds one with an entry point in the group `kgfed.tools` (NAME = "pkg.mod:Class")
+TOOL_PROFILES: Registry[type[ToolProfile]] = Registry("tool profile", "kgfed.tools", PROFILES, package=__package__,
+                                                      hint=" (--param tools=NAME)")
+
+
 def get_profile(name: str) -> type[ToolProfile]:
     """The profile class called `name` (a one-line error listing the known ones)."""
-    try:
-        module_name, class_name = PROFILES[name].split(":")
-    except (KeyError, AttributeError):
-        raise KgfedError(f"unknown tool profile {name!r}: choose one of {', '.join(sorted(PROFILES))} "
-                         "(--param tools=NAME)") from None
-    module = importlib.import_module(module_name, __package__)
-    return getattr(module, class_name)
+    return TOOL_PROFILES.get(name)
 
 
 ToolFunction = Callable[[dict[str, Any], "ToolContext"], Awaitable[str]]

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ...sparql.dialects import DIALECT_REGISTRY
 from ...sparql.errors import KgfedError
 
 COUNT_TRIPLES = "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
@@ -51,14 +52,14 @@ def register(command, add_source_options, add_cache_options) -> None:
     p.add_argument("--kg", required=True, help="the extract (N-Triples written by kgfed extract)")
     p.add_argument("--source", help="the endpoint it was extracted from: retained = answered on both / on the source")
     p.add_argument("--graph", help="default-graph-uri for a URL --source")
-    p.add_argument("--dialect", choices=["freebase", "wikidata"], default="freebase", help="default freebase")
+    p.add_argument("--dialect", choices=DIALECT_REGISTRY, metavar="DIALECT", default="freebase", help="%(choices)s (default freebase)")
     p.add_argument("--source-size", action="store_true", help="also count the source's triples (slow on a full dump)")
     p.add_argument("--retained-out", help="write the retained questions' records (JSONL) here, for kgfed run")
     add_cache_options(p)
 
     p = command("doctor", cmd_doctor, "check an endpoint before a run: reachable, dialect, names, probes, caps")
     p.add_argument("spec", help="file:PATH, a SPARQL URL, qlever-freebase, wikidata …")
-    p.add_argument("--dialect", choices=["freebase", "wikidata"], help="the templates you will run (default: the profile's "
+    p.add_argument("--dialect", choices=DIALECT_REGISTRY, metavar="DIALECT", help="the templates you will run (default: the profile's "
                    "or guessed)")
     p.add_argument("--graph", help="default-graph-uri for a URL")
     p.add_argument("--probe", action="append", metavar="ID", help="entity expected in the KG (repeatable; default: "

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...sparql.errors import KgfedError
+from ...sparql.dialects import DIALECT_REGISTRY
 from ..config import DEFAULT_KGS, AlignOptions, KGs, KGSpec, close_kgs  # noqa: F401 - close_kgs: importable from here
 from ..config import kg_specs as config_kg_specs
 from ..config import open_kgs as open_config_kgs
@@ -54,7 +55,7 @@ def add_kg_options(parser: argparse.ArgumentParser) -> None:
                         help="endpoint of one KG, repeatable: freebase=file:fb.nt, wikidata=wikidata, fb=qlever-freebase, "
                              "fb2=freebase@http://host:8890/sparql (default: the bundled demo KG of that dialect)")
     parser.conflict_handler = "resolve"  # a command may give --dialect a meaning of its own
-    parser.add_argument("--dialect", choices=["wikidata", "freebase"],
+    parser.add_argument("--dialect", choices=DIALECT_REGISTRY, metavar="DIALECT",
                         help="the dialect of every KG whose name or endpoint does not tell it; alone, the one KG of that "
                              "dialect (--dialect freebase = --kg freebase). KGs of two dialects: --endpoint NAME=DIALECT@SPEC")
 

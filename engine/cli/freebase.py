@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...sparql.dialects import DIALECT_REGISTRY
 from ...sparql.errors import KgfedError
 
 SPARQL_FIELDS = ("sparql", "sparql_query")  # CWQ/WebQSP (loaded into meta["sparql"]), GrailQA
@@ -29,7 +30,7 @@ def register(command, add_source_options, add_cache_options) -> None:
     p.add_argument("questions", help="question file with gold SPARQL (e.g. ../shared/data/freebase/cwq_questions.jsonl)")
     p.add_argument("--endpoint", "-e", action="append", required=True, metavar="SPEC",
                    help="endpoint, repeatable: file:PATH, a SPARQL URL (Virtuoso, Oxigraph, QLever) or qlever-freebase")
-    p.add_argument("--dialect", choices=["freebase", "wikidata"], default="freebase", help="default freebase")
+    p.add_argument("--dialect", choices=DIALECT_REGISTRY, metavar="DIALECT", default="freebase", help="%(choices)s (default freebase)")
     p.add_argument("--graph", help="default-graph-uri for URL endpoints (e.g. http://freebase.com)")
     p.add_argument("--rewrite", choices=["auto", "yes", "no"], default="auto",
                    help="rewrite Virtuoso-dialect SPARQL to standard SPARQL: auto = for every engine except Virtuoso")

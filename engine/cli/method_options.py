@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 from ...sparql.errors import KgfedError
+from ..methods import REGISTRY
 
-METHOD_NAMES = "tog|tog2|pog|hydra|inses|proh"
+METHOD_NAMES = "|".join(REGISTRY)  # the built-in ones; `kgfed.methods` entry points add more
 
 
 def add_method_options(parser: argparse.ArgumentParser) -> None:

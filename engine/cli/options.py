@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ...cache.options import CacheOptions
 from ...endpoints.options import DEFAULT_QUERY_MEMORY_MB, DEFAULT_TIMEOUT, HttpOptions
+from ...sparql.dialects import DIALECT_REGISTRY
 from ...sparql.errors import KgfedError
 from ..config import AlignOptions
 
@@ -44,7 +45,8 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
     """--endpoint/--dialect and the cache/etiquette options every KG command takes."""
     parser.add_argument("--endpoint", "-e", default=None,
                         help="wikidata | qlever-wikidata | qlever-freebase | file:PATH[,PATH] | http(s)://URL (default: the demo KG)")
-    parser.add_argument("--dialect", choices=["wikidata", "freebase"], help="needed for URLs; guessed for files")
+    parser.add_argument("--dialect", choices=DIALECT_REGISTRY, metavar="DIALECT",
+                        help="%(choices)s: needed for URLs; guessed for files")
     add_cache_options(parser)
 
 

@@ -39,7 +39,7 @@ from ...endpoints.embedded import Bounds, bounded, current_bounds
 from ...endpoints.options import HttpOptions
 from ...endpoints.profiles import resolve_endpoint
 from ...sparql import terms
-from ...sparql.dialects import COMPOUND_SEP, DIRECTIONS, QUALIFIER_BATCH, Dialect, RelationFilter, SearchMode, check_direction
+from ...sparql.dialects import COMPOUND_SEP, DIALECT_REGISTRY, DIRECTIONS, QUALIFIER_BATCH, Dialect, RelationFilter, SearchMode, check_direction
 from ...sparql.errors import (
     Closed, EndpointConnectionError, EndpointError, HttpStatusError, InvalidIdentifier, NotAnAnswer, OfflineMiss, RateLimited,
     UnknownEndpoint, UserAgentRejected,
@@ -92,7 +92,7 @@ def _fallback_endpoint(item: str, dialect: Dialect, client: HttpClient, kg: str,
     if not isinstance(item, str) or not item.strip():
         raise UnknownEndpoint(f"empty fallback for KG {kg!r}: give an endpoint spec, e.g. qlever-wikidata")
     prefix, sep, rest = item.strip().partition("@")
-    said = prefix if sep and prefix in ("freebase", "wikidata") else None
+    said = prefix if sep and prefix in DIALECT_REGISTRY else None
     spec = rest if said else item.strip()
     try:
         endpoint, spoken = resolve_endpoint(spec, dialect=said, client=client, **http_options)

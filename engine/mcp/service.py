@@ -154,7 +154,7 @@ class Engine:
 
         cls = get_method(name)
         params = {k: v for k, v in (("width", width), ("depth", depth)) if v is not None}
-        text = await self.text_source() if name in ("tog2", "hydra") else None
+        text = await self.text_source() if getattr(cls, "READS_TEXT", False) else None
         try:
             return cls(self.kgs, llm, embedder=embedder, text=text, **params)
         except TypeError as exc:

@@ -122,8 +122,17 @@ class KgfedMCP(MCPServer):
                             "follow the tool's input schema") from cause
 
 
+# the `ask` tool's method names: `build_server` sets it from the method registry (entry points included) before
+# the tool is declared, so a method added by a plugin needs no edit here (the SDK reads annotations from globals)
+MethodName: Any = str
+
+
 def build_server(engine: Engine) -> MCPServer:
     """An MCPServer whose tools, resources and prompt call `engine`."""
+    from ..methods import method_names
+
+    global MethodName
+    MethodName = Literal[tuple(method_names())]
     kg_list = redact(", ".join(f"{n} ({g.dialect.name}: {g.endpoint.name})" for n, g in engine.kgs.items()))
     from importlib.metadata import PackageNotFoundError, version
 
@@ -259,7 +268,7 @@ def build_server(engine: Engine) -> MCPServer:
         "--llm, several LLM calls; without an LLM it scores with embeddings (loads a model the first time)."))
     async def ask(
         question: Annotated[str, Field(description="the question", max_length=1000)],
-        method: Annotated[Literal["tog", "tog2", "pog", "hydra", "inses", "proh"], Field(description="the reasoning method")] = "tog",
+        method: Annotated[MethodName, Field(description="the reasoning method")] = "tog",
         topics: Annotated[list[Id] | None, Field(description="topic ids (default: linked from the question)", max_length=10)] = None,
         width: Annotated[int | None, Field(ge=1, le=10, description="beam width")] = None,
         depth: Annotated[int | None, Field(ge=1, le=5, description="maximum depth")] = None,

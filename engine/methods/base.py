@@ -155,6 +155,7 @@ class Method(ABC, metaclass=_MethodType):
 
     name = "method"
     Params: ClassVar[type[MethodParams]] = MethodParams
+    READS_TEXT: ClassVar[bool] = False  # True: the method reads passages (`text=`): the MCP server hands it the text source
     params: MethodParams
     # prompt kind -> (max_tokens cap, stop sequences), used when the `stop_sequences` parameter is on
     LIMITS: ClassVar[Mapping[str, tuple[int, tuple[str, ...]]]] = {}

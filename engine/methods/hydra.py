@@ -145,6 +145,7 @@ class HydraRAG(PoG):
     name = "hydra"
     LIMITS = HYDRA_LIMITS
     Params = HydraParams
+    READS_TEXT = True
     params: HydraParams
 
     def __init__(self, kgs, llm, *, embedder=None, text=None, **params: Any):

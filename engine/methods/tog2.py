@@ -68,6 +68,7 @@ class ToG2(ToG):
 
     name = "tog2"
     Params = ToG2Params
+    READS_TEXT = True
     params: ToG2Params
 
     def __init__(self, kgs: Mapping[str, KG], llm, *, embedder=None, text=None, **params: Any):

@@ -23,6 +23,7 @@ from typing import Any
 
 from ...cache.costs import charge
 from ...sparql.errors import LLMError
+from ...sparql.registry import Registry, reference
 from .llm_base import (
     ANSWER_TEMPERATURE, DEFAULT_MAX_TOKENS, EXPLORATION_TEMPERATURE, LLM, PRUNING_TEMPERATURE, Completion, NoLLM,
     Usage, llm_ready,
@@ -34,11 +35,12 @@ from .llm_replay import ReplayLLM, prompt_key
 __all__ = [
     "ANSWER_TEMPERATURE", "BUSY_STATUSES", "DEFAULT_ANTHROPIC_MODEL", "DEFAULT_MAX_TOKENS", "EXPLORATION_TEMPERATURE",
     "LLM", "NOT_RETRYABLE", "PRUNING_TEMPERATURE", "RETRY_STATUSES", "SPEC_HELP", "AnthropicLLM", "Busy", "Completion",
-    "LLMGate", "NoLLM", "OpenAICompatibleLLM", "ReplayLLM", "Usage", "ask", "busy_answer", "llm_ready", "log", "make_llm",
-    "prompt_key", "prompt_limits", "retry_after", "T",
+    "LLMGate", "NoLLM", "OpenAICompatibleLLM", "PROVIDERS", "ReplayLLM", "Usage", "ask", "busy_answer", "llm_ready", "log", "make_llm",
+    "build_provider", "prompt_key", "prompt_limits", "retry_after", "T",
 ]
 
-SPEC_HELP = "use anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC, gold (kgfed run) or none"
+SPEC_HELP = ("use anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC, gold (kgfed run), none, "
+             "a provider registered in the entry-point group kgfed.llm, or package.module:Class[:ARG]")
 
 
 def prompt_limits(kind: str, table: Mapping[str, tuple[int, Sequence[str]]], *, enabled: bool, max_tokens: int) -> dict[str, Any]:
@@ -77,41 +79,96 @@ async def ask(llm: LLM, prompt: str, *, temperature: float, max_tokens: int = DE
     return value
 
 
-def make_llm(spec: str | None, *, client=None, concurrency: int | None = None) -> LLM:
-    """Build a provider from a CLI spec: anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf, replay:DIR, record:DIR:SPEC, none.
+def make_llm(spec: str | LLM | None, *, client: Any = None, concurrency: int | None = None) -> LLM:
+    """Build a provider from a CLI spec, `NAME[:REST]` (anthropic[:MODEL], openai:URL[#MODEL], local:PATH.gguf,
+    replay:DIR, record:DIR:SPEC, gold:QUESTIONS, none, or a provider another package registered) or
+    `package.module:Class[:REST]`; an `LLM` object is used as it is.
 
     `concurrency` caps the calls in flight to the LLM for everything sharing the provider (`LLM.limit`).
     """
-    llm = _make_llm(spec, client=client)
+    llm = spec if isinstance(spec, LLM) else _make_llm(spec, client=client)
     if concurrency is not None:
         llm.limit(concurrency)
     return llm
 
 
-def _make_llm(spec: str | None, *, client=None) -> LLM:
+def _make_llm(spec: str | None, *, client: Any = None) -> LLM:
     spec = (spec or "none").strip()
-    kind, _, rest = spec.partition(":")
-    kind = kind.lower()
-    if kind == "none" and not rest:
-        return NoLLM()
-    if kind == "anthropic":
-        return AnthropicLLM(rest or DEFAULT_ANTHROPIC_MODEL)
-    if kind == "openai" and rest:
-        url, _, model = rest.partition("#")
-        return OpenAICompatibleLLM(url, model or None, client=client)  # the run's shared HttpClient, when given
-    if kind == "local" and rest:
-        from .local_llm import LocalLLM
+    name, _, rest = spec.partition(":")
+    if name.lower() in PROVIDERS.entries:
+        factory, name = PROVIDERS.get(name.lower()), name.lower()
+    elif "." in name and reference(f"{name}:{rest.partition(':')[0]}"):  # package.module:Class[:REST]
+        attr, _, rest = rest.partition(":")
+        factory = PROVIDERS.load(f"{name}:{attr}")
+    elif name in PROVIDERS:  # an entry point of the group `kgfed.llm`
+        factory = PROVIDERS.get(name)
+    else:
+        raise LLMError(f"unknown LLM spec {spec!r}: {SPEC_HELP}")
+    llm = build_provider(factory, rest, client=client)
+    if not isinstance(llm, LLM):
+        raise LLMError(f"LLM spec {spec!r} made a {type(llm).__name__}, not an LLM: a provider subclasses "
+                       "kgfed.engine.toolbox.llm_base.LLM")
+    return llm
 
-        return LocalLLM(rest)
-    if kind == "replay" and rest:
-        return ReplayLLM(rest)
-    if kind == "record":
-        directory, _, inner = rest.partition(":")
-        if not directory or not inner:
-            raise LLMError(f"bad LLM spec {spec!r}: record needs a directory and a provider, e.g. record:replies:anthropic")
-        return ReplayLLM(directory, record_with=make_llm(inner, client=client))
-    if kind == "gold":  # the gold-guided stand-in (not a model): `kgfed run QUESTIONS --llm gold` gives gold:QUESTIONS
-        from .gold_llm import GoldLLM
 
-        return GoldLLM.from_file(rest)
-    raise LLMError(f"unknown LLM spec {spec!r}: {SPEC_HELP}")
+def build_provider(factory: Any, rest: str, *, client: Any = None) -> Any:
+    """A provider from its registered factory: a class with a `from_spec(REST, client=)` classmethod, a class
+    built as `Class(REST)` (`Class()` when the spec has nothing after its name), or a function `f(REST, client=)`."""
+    if hasattr(factory, "from_spec"):
+        return factory.from_spec(rest, client=client)
+    if isinstance(factory, type):
+        return factory(rest) if rest else factory()
+    return factory(rest, client=client)
+
+
+def _none(rest: str, *, client: Any = None) -> LLM:
+    if rest:
+        raise LLMError(f"unknown LLM spec 'none:{rest}': {SPEC_HELP}")
+    return NoLLM()
+
+
+def _anthropic(rest: str, *, client: Any = None) -> LLM:
+    return AnthropicLLM(rest or DEFAULT_ANTHROPIC_MODEL)
+
+
+def _openai(rest: str, *, client: Any = None) -> LLM:
+    if not rest:
+        raise LLMError(f"unknown LLM spec 'openai': {SPEC_HELP}")
+    url, _, model = rest.partition("#")
+    return OpenAICompatibleLLM(url, model or None, client=client)  # the run's shared HttpClient, when given
+
+
+def _local(rest: str, *, client: Any = None) -> LLM:
+    if not rest:
+        raise LLMError(f"unknown LLM spec 'local': {SPEC_HELP}")
+    from .local_llm import LocalLLM
+
+    return LocalLLM(rest)
+
+
+def _replay(rest: str, *, client: Any = None) -> LLM:
+    if not rest:
+        raise LLMError(f"unknown LLM spec 'replay': {SPEC_HELP}")
+    return ReplayLLM(rest)
+
+
+def _record(rest: str, *, client: Any = None) -> LLM:
+    directory, _, inner = rest.partition(":")
+    if not directory or not inner:
+        raise LLMError(f"bad LLM spec 'record:{rest}': record needs a directory and a provider, e.g. record:replies:anthropic")
+    return ReplayLLM(directory, record_with=make_llm(inner, client=client))
+
+
+def _gold(rest: str, *, client: Any = None) -> LLM:
+    """The gold-guided stand-in (not a model): `kgfed run QUESTIONS --llm gold` gives gold:QUESTIONS."""
+    from .gold_llm import GoldLLM
+
+    return GoldLLM.from_file(rest)
+
+
+# provider name -> factory (`build_provider`); another package adds one with an entry point in the group
+# `kgfed.llm` (`NAME = "pkg.mod:Class"`) or `PROVIDERS.register(NAME, ...)`; `--llm NAME[:REST]` then builds it
+PROVIDERS: Registry[Any] = Registry("LLM provider", "kgfed.llm", {
+    "none": _none, "anthropic": _anthropic, "openai": _openai, "local": _local, "replay": _replay,
+    "record": _record, "gold": _gold,
+}, error=LLMError, hint=", or package.module:Class")
