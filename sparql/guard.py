@@ -16,11 +16,19 @@ a line feed; the SPARQL grammar, Oxigraph and Virtuoso also at a carriage return
    prefixed names resolved) is not allowed by the KG's `ServicePolicy` is refused. Keywords are bare
    words, which only the grammar's keywords and built-in function names can be, so a keyword can hide
    in no string, IRI, prefixed name or comment.
-3. The text sent is *those tokens*, re-joined by single spaces (comments dropped): the store parses
-   exactly what was judged, whatever its own lexer would have made of the original's line ends.
+   Functions by allowlist: every bare word must be a keyword or built-in of SPARQL 1.1/1.2
+   (`KEYWORDS`, `BUILTIN_FUNCTIONS`), and an IRI or prefixed name where the store reads a function call
+   (`function_calls`: before ``(`` in an expression, a projection, FILTER, BIND, ORDER/GROUP BY, HAVING,
+   a sub-query's clauses) must be a cast to an XSD type or one of the dialect's own `functions`; Virtuoso's
+   ``bif:``/``sql:`` names and ``java:`` IRIs are refused wherever they stand (any case, any prefix).
+3. The text sent is the caller's own, with only its comments dropped (each is followed by its line end or
+   the end of the text, so no two tokens merge): the tokens the store reads are exactly those judged, in the
+   caller's spacing, so a query the store parsed before still parses (re-joining tokens by spaces broke
+   ``CONCAT (`` on Oxigraph).
 4. A SELECT is bounded: its top-level ``LIMIT`` is kept when it is at most max_rows+1, lowered to that
-   otherwise, or added where the grammar puts it (before a trailing ``VALUES``, which the SPARQL algebra
-   joins before the slice, so no later clause can undo the cap).
+   otherwise (the number replaced in place), or added where the grammar puts it (after the last token, or
+   before a trailing ``VALUES``, which the SPARQL algebra joins before the slice, so no later clause can
+   undo the cap).
 5. Nesting deeper than `MAX_NESTING` brackets is refused in one line (a recursive parser would overflow).
 
 Full syntax is left to the store that runs the query (its error comes back as one line). pyoxigraph has no
@@ -45,6 +53,44 @@ BUILTIN_SERVICE_PREFIX = "http://wikiba.se/ontology#"
 WDQS_PREFIXES = {"wikibase": BUILTIN_SERVICE_PREFIX, "bd": "http://www.bigdata.com/rdf#"}
 UPDATE_KEYWORDS = frozenset({"INSERT", "DELETE", "LOAD", "CLEAR", "CREATE", "DROP", "COPY", "MOVE", "ADD",
                              "WITH", "USING"})
+
+# -- functions by allowlist ---------------------------------------------------------------------------
+XSD = "http://www.w3.org/2001/XMLSchema#"
+#: The grammar's BuiltInCall and Aggregate names (SPARQL 1.1 §19.8; SPARQL 1.2's triple and direction
+#: functions), upper case: the only bare words a query may call.
+BUILTIN_FUNCTIONS = frozenset("""
+    STR LANG LANGMATCHES DATATYPE BOUND IRI URI BNODE RAND ABS CEIL FLOOR ROUND CONCAT STRLEN UCASE LCASE
+    ENCODE_FOR_URI CONTAINS STRSTARTS STRENDS STRBEFORE STRAFTER YEAR MONTH DAY HOURS MINUTES SECONDS TIMEZONE
+    TZ NOW UUID STRUUID MD5 SHA1 SHA256 SHA384 SHA512 COALESCE IF STRLANG STRDT SAMETERM ISIRI ISURI ISBLANK
+    ISLITERAL ISNUMERIC REGEX SUBSTR REPLACE COUNT SUM MIN MAX AVG SAMPLE GROUP_CONCAT
+    LANGDIR HASLANG HASLANGDIR STRLANGDIR ISTRIPLE TRIPLE SUBJECT PREDICATE OBJECT""".split())
+#: The grammar's other keywords of a query (updates are refused before this list is asked), upper case;
+#: `a` is the one keyword matched in lower case only.
+KEYWORDS = frozenset("""
+    BASE PREFIX VERSION SELECT ASK CONSTRUCT DESCRIBE WHERE FROM NAMED DISTINCT REDUCED AS GROUP BY HAVING ORDER
+    ASC DESC LIMIT OFFSET VALUES UNDEF OPTIONAL GRAPH SERVICE SILENT BIND MINUS UNION FILTER NOT IN EXISTS
+    SEPARATOR LATERAL TRUE FALSE""".split())
+#: Keywords a `(` may follow that are no function: FILTER (...), VALUES (?a ?b), ?x IN (...), ORDER BY
+#: DESC(...), SELECT (... AS ?v), COUNT(DISTINCT (...)).
+_PAREN_KEYWORDS = frozenset({"FILTER", "BIND", "VALUES", "IN", "HAVING", "BY", "SELECT", "DISTINCT", "REDUCED",
+                             "ASC", "DESC"})
+#: Casts to XML Schema types (SPARQL 1.1 §17.5 and the further types engines cast to): the only IRIs every
+#: dialect may call. A dialect adds its own in `Dialect.functions`.
+XSD_CASTS = frozenset(XSD + name for name in """
+    string boolean decimal integer double float dateTime date time gYear gYearMonth gMonth gMonthDay gDay
+    duration dayTimeDuration yearMonthDuration int long short byte nonNegativeInteger positiveInteger
+    negativeInteger nonPositiveInteger unsignedInt unsignedLong unsignedShort unsignedByte anyURI
+    dateTimeStamp""".split())
+#: Prefixes a store predeclares for casts (Virtuoso, Jena, Blazegraph): an undeclared `xsd:` resolves so.
+_FUNCTION_PREFIXES = {"xsd": XSD}
+#: Schemes and prefix names that call server code wherever they stand: Virtuoso's `bif:` (its SQL built-ins:
+#: http_get, http_client, exec, sys_stat, ...) and `sql:` (stored procedures), Jena's `java:` classes.
+VENDOR_SCHEMES = frozenset({"bif", "sql", "java"})
+# frames that hold triple patterns: there an IRI before "(" may be a subject before a path group, or a
+# predicate before a collection, when the token before it ends a pattern or is a term
+_LOOSE = frozenset({"group", "bnode", "list"})
+_TRIPLE_BEFORE = frozenset({"{", ".", "}", ";", "(", "[", "]", ")", "/", "|"})
+_TERM_KINDS = frozenset({"IRI", "PNAME", "VAR", "BNODE"})
 
 # -- the grammar's terminals (SPARQL 1.1 §19.8, plus the SPARQL 1.2 punctuation Oxigraph accepts) ------
 _HEX = "[0-9A-Fa-f]"
@@ -100,15 +146,34 @@ class ServicePolicy:
 
     `origins`: (scheme, host, port) triples a SERVICE may reach (the KG's own HTTP endpoint; nothing for a
     local file store, which would fetch the service itself); `builtins`: WDQS's built-in services
-    (`wikibase:label`, `wikibase:mwapi`, ...), which only a WDQS endpoint evaluates (itself, no fetch).
+    (`wikibase:label`, `wikibase:mwapi`, ...), which only a WDQS endpoint evaluates (itself, no fetch);
+    `own`: the KG's own origins when they are refused too (`own_origin_refused`), named in the message.
     """
 
     origins: frozenset[tuple[str, str, int]] = frozenset()
     builtins: bool = False
+    own: frozenset[tuple[str, str, int]] = frozenset()
 
     @classmethod
     def for_urls(cls, urls: Iterable[str], *, builtins: bool = False) -> ServicePolicy:
         return cls(frozenset(o for u in urls if (o := origin(u)) is not None), builtins)
+
+    @classmethod
+    def own_origin_refused(cls, urls: Iterable[str], *, builtins: bool = False) -> ServicePolicy:
+        """The policy for an untrusted caller (the MCP `sparql` tool): no SERVICE at all but WDQS's built-ins
+        on WDQS, not even back to the KG's own endpoint at `urls` (each such call multiplies its work)."""
+        return cls(frozenset(), builtins, frozenset(o for u in urls if (o := origin(u)) is not None))
+
+    def refusal(self, iri: str) -> str:
+        """The one-line message refusing a SERVICE to `iri`."""
+        where = f"SERVICE <{_short(iri, 80)}> is refused"
+        if origin(iri) in self.own:
+            return (f"{where}: a SERVICE back to this KG's own endpoint only multiplies its work; write the pattern "
+                    "without SERVICE")
+        if not self.origins and not self.builtins:
+            return (f"{where}: this KG allows no SERVICE (a local file store would fetch it itself, an endpoint "
+                    "would call out); query the KG's own data")
+        return f"{where}: federated queries from this KG may only reach {self.describe()}"
 
     def allows(self, iri: str) -> bool:
         if iri.startswith(BUILTIN_SERVICE_PREFIX):
@@ -193,24 +258,47 @@ class Checked:
 
 
 def analyse(query: str, policy: ServicePolicy = ServicePolicy(), max_rows: int = 100,
-            extra_prefixes: Mapping[str, str] | None = None) -> Checked:
-    """The verdict on `query` (see the module docstring); raises a one-line `InvalidQuery`."""
+            extra_prefixes: Mapping[str, str] | None = None, *, functions: Iterable[str] = ()) -> Checked:
+    """The verdict on `query` (see the module docstring); raises a one-line `InvalidQuery`.
+
+    `functions`: IRIs the KG's dialect may call beyond SPARQL's built-ins and the XSD casts
+    (`Dialect.functions`)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidQuery("empty query: give a SPARQL SELECT or ASK")
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidQuery(f"query of {len(query)} characters: keep it under {MAX_QUERY_CHARS}")
     if "\x00" in query:
         raise InvalidQuery("the query holds a NUL character: remove it")
-    toks = [t for t in tokens(query) if t.kind not in ("WS", "COMMENT")]
+    every = tokens(query)
+    toks = [t for t in every if t.kind not in ("WS", "COMMENT")]
     if not toks:
         raise InvalidQuery("empty query (only comments): give a SPARQL SELECT or ASK")
     words = {t.word for t in toks if t.kind == "WORD"}
     if words & UPDATE_KEYWORDS:
         raise InvalidQuery("SPARQL updates (INSERT, DELETE, LOAD, CLEAR, CREATE, DROP, ...) are refused: "
                            "this tool is read-only, give a SELECT or ASK")
-    # the prologue: PREFIX p: <iri> (and SPARQL 1.2's VERSION "1.2") before the form
     prefixes = dict(WDQS_PREFIXES)  # resolved for the message; the policy decides
     prefixes.update(extra_prefixes or {})
+    i = _prologue(toks, prefixes)
+    form = toks[i].word
+    if form in ("CONSTRUCT", "DESCRIBE"):
+        raise InvalidQuery(f"{form} queries are refused: this tool returns rows, give a SELECT or ASK")
+    if form not in ("SELECT", "ASK"):
+        raise InvalidQuery(f"not valid SPARQL: expected SELECT or ASK, found {_short(toks[i].text, 30)!r} "
+                           "(Virtuoso-dialect gold queries: pass rewrite=true)")
+    body = toks[i:]
+    _clauses(body)
+    _vendor_names(toks, prefixes)
+    _check_functions(toks, {**_FUNCTION_PREFIXES, **prefixes}, XSD_CASTS | frozenset(functions))
+    services = _services(body, prefixes, policy)
+    if form == "ASK":
+        return Checked(form, _render(every), services)
+    return _bounded(every, body, max_rows, services)
+
+
+def _prologue(toks: list[Token], prefixes: dict[str, str]) -> int:
+    """Check the prologue (PREFIX p: <iri>, SPARQL 1.2's VERSION "1.2"), add its prefixes to `prefixes`;
+    the index of the query form."""
     declared: dict[str, str] = {}
     i = 0
     while i < len(toks) and toks[i].word in ("PREFIX", "BASE", "VERSION"):
@@ -232,13 +320,12 @@ def analyse(query: str, policy: ServicePolicy = ServicePolicy(), max_rows: int =
         i += 3
     if i >= len(toks):
         raise InvalidQuery("no query after the prefixes: give a SELECT or ASK")
-    form = toks[i].word
-    if form in ("CONSTRUCT", "DESCRIBE"):
-        raise InvalidQuery(f"{form} queries are refused: this tool returns rows, give a SELECT or ASK")
-    if form not in ("SELECT", "ASK"):
-        raise InvalidQuery(f"not valid SPARQL: expected SELECT or ASK, found {_short(toks[i].text, 30)!r} "
-                           "(Virtuoso-dialect gold queries: pass rewrite=true)")
-    body = toks[i:]
+    return i
+
+
+def _clauses(body: list[Token]) -> None:
+    """No second form, dataset clause or prologue word in the query's body; every bare word a keyword or
+    built-in of SPARQL (vendor keywords such as Virtuoso's DEFINE or OPTION are refused)."""
     for tok in body:
         word = tok.word
         if word in ("CONSTRUCT", "DESCRIBE"):
@@ -248,12 +335,99 @@ def analyse(query: str, policy: ServicePolicy = ServicePolicy(), max_rows: int =
                                "(use GRAPH <g> { ... } inside WHERE for a named graph)")
         if word == "BASE" or word == "PREFIX":
             raise InvalidQuery(f"{word} inside the query is not valid SPARQL: declare prefixes before SELECT/ASK")
-    services = _services(body, prefixes, policy)
-    text = " ".join(t.text for t in toks)  # what the store parses: the tokens judged, nothing else
-    checked = Checked(form, text, services)
-    if form == "SELECT":
-        checked = _bounded(toks[:i], body, max_rows, services)
-    return checked
+        if word and tok.text != "a" and word not in KEYWORDS and word not in BUILTIN_FUNCTIONS:
+            raise InvalidQuery(f"{_short(tok.text, 40)!r} is no keyword or built-in function of SPARQL 1.1: vendor "
+                               "extensions are refused, write standard SPARQL (names need a prefix, e.g. wd:Q42)")
+
+
+def _scheme(iri: str) -> str:
+    return iri.partition(":")[0].lower() if ":" in iri else ""
+
+
+def _vendor_names(toks: list[Token], prefixes: Mapping[str, str]) -> None:
+    """Refuse Virtuoso's `bif:`/`sql:` names and Jena's `java:` IRIs wherever they stand: as a prefix name
+    (in any case: Virtuoso predeclares them), as an IRI (escapes decoded) or as a prefix's IRI."""
+    for tok in toks:
+        if tok.kind == "PNAME":
+            prefix, _, local = tok.text.partition(":")
+            iri = prefixes.get(prefix, "") + _local(local)
+            vendor = prefix.lower() in VENDOR_SCHEMES or _scheme(iri) in VENDOR_SCHEMES
+        elif tok.kind == "IRI":
+            iri = decode_iri(tok.text)
+            vendor = _scheme(iri) in VENDOR_SCHEMES
+        else:
+            continue
+        if vendor:
+            raise InvalidQuery(f"{_short(tok.text, 60)} is refused: bif:, sql: and java: names run the server's own "
+                               "code (Virtuoso's bif:http_get reaches any URL); use SPARQL 1.1's built-in functions")
+
+
+def function_calls(toks: list[Token]) -> list[Token]:
+    """The significant tokens a store reads as a function's name: a bare word, IRI or prefixed name before
+    `(`, unless it is an IRI or prefixed name inside a triple pattern (a subject before a path group
+    ``<s> (<p>|<q>) ?o``, a predicate before a collection ``?s <p> (1 2)``). When unsure it is a call:
+    a refusal, never a call let through."""
+    frames = ["expr"]  # the top level (projection, modifiers) is read as expressions
+    calls: list[Token] = []
+    values = False  # after VALUES, before its data block
+    for k, tok in enumerate(toks):
+        prev = toks[k - 1] if k else None
+        if tok.kind == "PUNCT" and tok.text in _CLOSE:
+            frames.pop()
+        elif tok.kind == "PUNCT" and tok.text in _OPEN:
+            frames.append(_frame(tok.text, frames[-1], calls[-1] is prev if calls and prev else False, prev, values))
+            values = values and tok.text != "{"
+        elif k + 1 < len(toks) and toks[k + 1].kind == "PUNCT" and toks[k + 1].text == "(" \
+                and tok.kind in ("IRI", "PNAME", "WORD") and _called(tok, frames[-1], prev):
+            calls.append(tok)
+        if tok.word == "VALUES":
+            values = True
+        elif tok.word == "SELECT" and frames[-1] in _LOOSE:
+            frames[-1] = "expr"  # a sub-query: its projection and modifiers are expressions
+    return calls
+
+
+def _called(tok: Token, frame: str, prev: Token | None) -> bool:
+    if tok.kind == "WORD":
+        return tok.text != "a"
+    if frame not in _LOOSE or prev is None:
+        return True
+    return not (prev.kind in _TERM_KINDS or (prev.kind == "PUNCT" and prev.text in _TRIPLE_BEFORE))
+
+
+def _frame(bracket: str, current: str, after_call: bool, prev: Token | None, values: bool) -> str:
+    """What the bracket opens: "group" (triple patterns), "bnode" ([ ... ]), "list" (a collection or a path
+    group inside a triple pattern) or "expr" (expressions and everything else: every name before "(" a call)."""
+    if bracket == "{":
+        return "expr" if values or current == "values" else "group"
+    if values or current not in _LOOSE:
+        return "expr"
+    if bracket == "(":
+        expression = after_call or (prev is not None and prev.kind == "WORD" and prev.text != "a")
+        return "expr" if expression else "list"
+    return "bnode" if bracket == "[" else "expr"
+
+
+def _check_functions(toks: list[Token], prefixes: Mapping[str, str], allowed: frozenset[str]) -> None:
+    """Every call is to a SPARQL built-in or an allowed IRI (see `function_calls`)."""
+    for tok in function_calls(toks):
+        if tok.kind == "WORD":
+            if tok.word not in BUILTIN_FUNCTIONS and tok.word not in _PAREN_KEYWORDS:
+                raise InvalidQuery(f"{_short(tok.text, 40)}(...) is no SPARQL 1.1 function: call only SPARQL's "
+                                   "built-in functions")
+            continue
+        if tok.kind == "IRI":
+            iri: str | None = decode_iri(tok.text)
+        else:
+            prefix, _, local = tok.text.partition(":")
+            iri = prefixes[prefix] + _local(local) if prefix in prefixes else None
+        if iri is None:
+            raise InvalidQuery(f"function {_short(tok.text, 60)} uses an undeclared prefix: declare it, and call only "
+                               "SPARQL 1.1's built-in functions or casts such as xsd:integer(...)")
+        if iri not in allowed:
+            raise InvalidQuery(f"function {_short(tok.text, 60)} is refused: extension functions can reach the network "
+                               "or the server; call only SPARQL 1.1's built-in functions or casts such as "
+                               "xsd:integer(...) (docs/trust.md lists what each dialect allows)")
 
 
 def _services(body: list[Token], prefixes: Mapping[str, str], policy: ServicePolicy) -> list[str]:
@@ -278,52 +452,62 @@ def _services(body: list[Token], prefixes: Mapping[str, str], policy: ServicePol
         else:
             raise InvalidQuery(f"not valid SPARQL: SERVICE followed by {_short(nxt.text, 30)!r}")
         if not policy.allows(iri):
-            if not policy.origins and not policy.builtins:
-                raise InvalidQuery(f"SERVICE <{_short(iri, 80)}> is refused: this KG allows no SERVICE (a local file "
-                                   "store would fetch it itself); query the KG's own data")
-            raise InvalidQuery(f"SERVICE <{_short(iri, 80)}> is refused: federated queries from this KG may only "
-                               f"reach {policy.describe()}")
+            raise InvalidQuery(policy.refusal(iri))
         found.append(iri)
     return found
 
 
-def _bounded(prologue: list[Token], body: list[Token], max_rows: int, services: list[str]) -> Checked:
+def _render(every: list[Token], replace: Mapping[int, str] | None = None, insert: Mapping[int, str] | None = None) -> str:
+    """The caller's text with its comments dropped; the tokens at the offsets of `replace` replaced, and
+    each text of `insert` put before the token at its offset (the text's length: at the end)."""
+    replace, insert = replace or {}, insert or {}
+    out = []
+    for tok in every:
+        out.append(insert.get(tok.at, ""))
+        out.append("" if tok.kind == "COMMENT" else replace.get(tok.at, tok.text))
+    end = every[-1].at + len(every[-1].text) if every else 0
+    out.append(insert.get(end, ""))
+    return "".join(out)
+
+
+def _bounded(every: list[Token], body: list[Token], max_rows: int, services: list[str]) -> Checked:
     """The SELECT with a top-level LIMIT of at most max_rows+1: its own when small enough, else one put in its
     place or added where the grammar wants it, before a trailing VALUES (which the algebra joins *before* the
     slice, so it cannot undo the cap). Only the outermost query's tokens are at bracket depth 0 after the WHERE
     group, so a sub-query's LIMIT or an inline VALUES is never mistaken for them."""
     cap = max_rows + 1
-    out = [t.text for t in (*prologue, *body)]
-    shift = len(prologue)
     where = next((k for k, t in enumerate(body) if t.kind == "PUNCT" and t.text == "{" and t.depth == 0), None)
     if where is None:  # no WHERE group: not a query the store will run; it says why
-        return Checked("SELECT", " ".join(out), services)
+        return Checked("SELECT", _render(every), services)
     tail = range(where + 1, len(body))
     limit = next((k for k in tail if body[k].word == "LIMIT" and body[k].depth == 0), None)
     if limit is not None and limit + 1 < len(body) and body[limit + 1].kind == "NUMBER":
+        number = body[limit + 1]
         try:
-            small = 0 <= int(body[limit + 1].text) <= cap
+            small = 0 <= int(number.text) <= cap
         except ValueError:
             small = False
-        if not small:
-            out[shift + limit + 1] = str(cap)
-        return Checked("SELECT", " ".join(out), services, limited=not small)
+        replace = {} if small else {number.at: str(cap)}
+        return Checked("SELECT", _render(every, replace), services, limited=not small)
     values = next((k for k in tail if body[k].word == "VALUES" and body[k].depth == 0), None)
-    out.insert(shift + values if values is not None else len(out), f"LIMIT {cap}")
-    return Checked("SELECT", " ".join(out), services, limited=True)
+    if values is not None:
+        insert = {body[values].at: f"LIMIT {cap} "}
+    else:
+        insert = {body[-1].at + len(body[-1].text): f" LIMIT {cap}"}
+    return Checked("SELECT", _render(every, insert=insert), services, limited=True)
 
 
 def check_read_only(query: str, policy: ServicePolicy | set[str] | None = None, max_rows: int = 100, *,
-                    builtin_services: bool | None = None) -> str:
+                    builtin_services: bool | None = None, functions: Iterable[str] = ()) -> str:
     """The query to send (bounded by a LIMIT), or a one-line `InvalidQuery` when it is not a safe read.
 
-    `policy`: the KG's `ServicePolicy`. (The old signature `check_read_only(query, hosts, max_rows,
-    builtin_services=...)` with a set of host names is still accepted: each host then allows http and
-    https on their default ports only.)
+    `policy`: the KG's `ServicePolicy`; `functions`: the dialect's extra function IRIs (`Dialect.functions`).
+    (The old signature `check_read_only(query, hosts, max_rows, builtin_services=...)` with a set of host
+    names is still accepted: each host then allows http and https on their default ports only.)
     """
     if policy is None:
         policy = ServicePolicy(builtins=bool(builtin_services))
     elif not isinstance(policy, ServicePolicy):
         origins = frozenset((s, h.lower(), p) for h in policy for s, p in (("http", 80), ("https", 443)))
         policy = ServicePolicy(origins, builtins=True if builtin_services is None else builtin_services)
-    return analyse(query, policy, max_rows).text
+    return analyse(query, policy, max_rows, functions=functions).text

@@ -205,7 +205,7 @@ def test_the_row_cap_holds_whatever_follows(store):
     # its own small LIMIT is kept as it is, and the projection (order included) survives the wrapping
     assert guard("SELECT ?s WHERE { ?s ?p ?o } LIMIT 3", max_rows=4)[1] == "SELECT ?s WHERE { ?s ?p ?o } LIMIT 3"
     ordered = guard("SELECT ?o ?s WHERE { ?s ?p ?o } ORDER BY DESC(?o) LIMIT 10", max_rows=4)[1]
-    assert ordered == "SELECT ?o ?s WHERE { ?s ?p ?o } ORDER BY DESC ( ?o ) LIMIT 5"
+    assert ordered == "SELECT ?o ?s WHERE { ?s ?p ?o } ORDER BY DESC(?o) LIMIT 5"  # the caller's text, the number replaced
     sub = guard("SELECT ?s WHERE { { SELECT ?s WHERE { ?s ?p ?o } LIMIT 1000 } VALUES ?o { 1 } }", max_rows=4)[1]
     assert sub.endswith("LIMIT 1000 } VALUES ?o { 1 } } LIMIT 5")  # a sub-query's LIMIT and inline VALUES are not the top
     assert guard("SELECT ?s WHERE { ?s ?p ?o } VALUES ?s { 1 }", max_rows=4)[1].endswith("} LIMIT 5 VALUES ?s { 1 }")
