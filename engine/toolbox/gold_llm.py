@@ -31,8 +31,12 @@ normalising both (case folded, punctuation dropped, whitespace collapsed). A pro
 question of the file, or of a kind it does not know, is a one-line `LLMError`.
 
 Costs are counted as for any provider (`LLM.complete`): one call each, tokens estimated at four
+characters a token.
 
-The stand-in is three modules: this one (`GoldLLM`, the provider: which question a prompt is about,
+In a tool conversation (`LLM.chat`: the `agent` method) it calls the profile's tools along the gold query
+and names an answer only once a tool result showed it (`gold_agent`).
+
+The stand-in is three modules (and `gold_agent` for tool conversations): this one (`GoldLLM`, the provider: which question a prompt is about,
 the gold query run once per question, the costs), `gold_reader` (`Gold`: what it knows of one
 question and how evidence is matched) and `gold_replies` (`KINDS`: one replier per prompt kind).
 Their public names are importable from here as before.
@@ -52,6 +56,7 @@ from ...sparql.errors import KgfedError, LLMError
 from .gold_reader import Gold, normalise, relation_words
 from .gold_replies import KINDS, MAX_SELECTED, UNKNOWN, _first_words, _kind, kind_of
 from .llm import LLM, Completion
+from .llm_base import Message
 
 __all__ = ["CHARS_PER_TOKEN", "KINDS", "MAX_SELECTED", "UNKNOWN", "Gold", "GoldLLM", "gold_path", "kind_of",
            "normalise", "question_loader", "relation_words", "tokens"]
@@ -177,6 +182,22 @@ class GoldLLM(LLM):
         if self.trace is not None:
             self._note(gold, kind, prompt[len(prefix):], text)
         return Completion(text, tokens(prompt) + tokens(system or ""), tokens(text))
+
+    async def _chat(self, messages: list[Message], *, tools: list[dict[str, Any]], temperature: float, max_tokens: int,
+                    stop: list[str] | None = None) -> Completion:
+        """A turn of a tool conversation (the `agent` method): calls along the gold query, an answer only once a
+        tool result showed it (`gold_agent`). Tokens as for a prompt: the whole conversation and the tools in."""
+        from .gold_agent import next_calls
+
+        opening = next((m.content for m in messages if m.role == "user"), "")
+        gold = await self.resolve(self.gold_for(opening))
+        text, calls = next_calls(gold, messages, tools, [kg.dialect for kg in self.kgs.values()])
+        sent = sum(tokens(m.content) + sum(tokens(c.arguments) + tokens(c.name) for c in m.tool_calls) for m in messages)
+        shown = sum(tokens(json.dumps({k: t[k] for k in ("name", "description", "parameters") if k in t})) for t in tools)
+        written = tokens(text) + sum(tokens(c.name) + tokens(c.arguments) for c in calls)
+        if self.trace is not None:
+            self._note(gold, "agent", "\n".join(m.content for m in messages if m.role == "tool"), text)
+        return Completion(text, sent + shown, written, tool_calls=calls)
 
     def _note(self, gold: Gold, kind: str, case: str, reply: str) -> None:
         """One line of the trace (`$KGFED_GOLD_TRACE`): did the prompt show a gold answer, did the reply name one."""

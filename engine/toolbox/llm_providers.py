@@ -14,7 +14,8 @@ from typing import Any
 
 from ...endpoints.client import first_line
 from ...sparql.errors import EndpointError, LLMError
-from .llm_base import LLM, Completion
+from .llm_base import LLM, Completion, Message
+from .llm_tools import anthropic_calls, anthropic_request, chat_messages, openai_calls, openai_request
 from .llm_gate import BUSY_STATUSES, Busy, busy_answer
 
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
@@ -29,6 +30,7 @@ class AnthropicLLM(LLM):
     """
 
     name = "anthropic"
+    native_tools = True
 
     def __init__(self, model: str = DEFAULT_ANTHROPIC_MODEL, *, api_key: str | None = None,
                  base_url: str | None = None, max_retries: int = 2, timeout: float = 120.0,
@@ -59,11 +61,23 @@ class AnthropicLLM(LLM):
 
     async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None,
                         stop: list[str] | None = None) -> Completion:
-        sdk = self._sdk
-        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens,
-                                  "messages": [{"role": "user", "content": prompt}]}
+        kwargs: dict[str, Any] = {"messages": [{"role": "user", "content": prompt}]}
         if system:
             kwargs["system"] = system
+        text, _, message = await self._create(kwargs, temperature=temperature, max_tokens=max_tokens, stop=stop)
+        return Completion(text, int(message.usage.input_tokens or 0), int(message.usage.output_tokens or 0))
+
+    async def _chat(self, messages: list[Message], *, tools: list[dict[str, Any]], temperature: float, max_tokens: int,
+                    stop: list[str] | None = None) -> Completion:
+        """Native tool use: `tools` with `input_schema`, `tool_use` blocks back, results as `tool_result` blocks."""
+        text, calls, message = await self._create(anthropic_request(messages, tools), temperature=temperature,
+                                                  max_tokens=max_tokens, stop=stop)
+        return Completion(text, int(message.usage.input_tokens or 0), int(message.usage.output_tokens or 0), calls)
+
+    async def _create(self, request: dict[str, Any], *, temperature: float, max_tokens: int, stop: list[str] | None):
+        """One Messages API call: (text, tool calls, the SDK's message); errors as `Busy` or one-line `LLMError`."""
+        sdk = self._sdk
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, **request}
         if stop:
             kwargs["stop_sequences"] = list(stop)
         if self.send_temperature:
@@ -83,8 +97,8 @@ class AnthropicLLM(LLM):
             if self.gate.retries:
                 raise Busy(f"cannot reach the Anthropic API ({exc.__class__.__name__})", shared=False) from None
             raise LLMError(f"cannot reach the Anthropic API ({exc.__class__.__name__}): check the network or ANTHROPIC_BASE_URL") from None
-        text = "".join(getattr(block, "text", "") for block in message.content if getattr(block, "type", "") == "text")
-        return Completion(text, int(message.usage.input_tokens or 0), int(message.usage.output_tokens or 0))
+        text, calls = anthropic_calls(message.content)
+        return text, calls, message
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -102,6 +116,7 @@ class OpenAICompatibleLLM(LLM):
     """
 
     name = "openai"
+    native_tools = True  # OpenAI's `tools`/`tool_calls`; LocalLLM (llama.cpp without --jinja) uses the text protocol
 
     def __init__(self, base_url: str, model: str | None = None, *, api_key: str | None = None,
                  client=None, timeout: float = 300.0, retries: int = LLM_RETRIES):
@@ -182,17 +197,38 @@ class OpenAICompatibleLLM(LLM):
     async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None,
                         stop: list[str] | None = None) -> Completion:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        body = {"model": await self.resolve_model(), "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
+        text, _, usage = await self._send({"messages": messages}, temperature=temperature, max_tokens=max_tokens, stop=stop)
+        return Completion(text, *usage)
+
+    async def _chat(self, messages: list[Message], *, tools: list[dict[str, Any]], temperature: float, max_tokens: int,
+                    stop: list[str] | None = None) -> Completion:
+        """Native (`native_tools`): `tools` as functions, `tool_calls` back, results as `tool` messages. Else the
+        text protocol of `llm_tools` over plain chat messages (a llama.cpp server without `--jinja`)."""
+        if self.native_tools:
+            text, calls, usage = await self._send(openai_request(messages, tools), temperature=temperature,
+                                                  max_tokens=max_tokens, stop=stop)
+            return Completion(text, *usage, calls)
+        from .llm_tools import read_tool_calls
+
+        text, _, usage = await self._send({"messages": chat_messages(messages, tools)}, temperature=temperature,
+                                          max_tokens=max_tokens, stop=stop)
+        return Completion(text, *usage, read_tool_calls(text))
+
+    async def _send(self, request: dict[str, Any], *, temperature: float, max_tokens: int,
+                    stop: list[str] | None) -> tuple[str, tuple, tuple[int, int]]:
+        """One `/chat/completions` call: (text, tool calls, (prompt tokens, completion tokens))."""
+        body = {"model": await self.resolve_model(), **request, "temperature": temperature, "max_tokens": max_tokens}
         if stop:
             body["stop"] = list(stop)
         reply = await self._call("POST", "/chat/completions", body)
         try:
-            text = reply["choices"][0]["message"].get("content") or ""
+            message = reply["choices"][0]["message"]
+            text = message.get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
             raise LLMError(f"{self.base_url}/chat/completions answered without choices[0].message: "
                            f"{first_line(json.dumps(reply))}") from None
         usage = reply.get("usage") or {}
-        return Completion(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        return text, openai_calls(message), (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
 
     async def aclose(self) -> None:
         if self._owns_client and self._client is not None:

@@ -1,7 +1,8 @@
 """Record and replay: LLM replies kept as `<sha256>.json` files, named by what was asked.
 
 `prompt_key` names a reply by its prompt, system message, temperature and stop sequences (not the
-model), so a recorded run replays byte for byte and offline. `ReplayLLM` answers from the files
+model), so a recorded run replays byte for byte and offline. A tool conversation (`LLM.chat`) is named by
+`chat_key` (messages, tools, temperature, stop) and its file keeps the reply's tool calls. `ReplayLLM` answers from the files
 (`--llm replay:DIR`) or, given a provider, records what it does not have yet (`--llm record:DIR:SPEC`).
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...sparql.errors import LLMError
-from .llm_base import LLM, Completion, NoLLM
+from .llm_base import LLM, Completion, Message, NoLLM, ToolCall
 
 
 def prompt_key(prompt: str, *, system: str | None, temperature: float, stop: list[str] | None = None) -> str:
@@ -23,6 +24,17 @@ def prompt_key(prompt: str, *, system: str | None, temperature: float, stop: lis
     Stop sequences enter the key only when given, so recordings made without them keep their names.
     """
     fields: dict[str, Any] = {"prompt": prompt, "system": system, "temperature": float(temperature)}
+    if stop:
+        fields["stop"] = list(stop)
+    payload = json.dumps(fields, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def chat_key(messages: list[Message], *, tools: list[dict[str, Any]], temperature: float,
+             stop: list[str] | None = None) -> str:
+    """sha256 naming a recorded chat reply: the messages (tool calls and results included), the tools' declarations
+    (their `x-kgfed` hints too), temperature and stop sequences (not the model)."""
+    fields: dict[str, Any] = {"messages": [m.to_json() for m in messages], "tools": tools, "temperature": float(temperature)}
     if stop:
         fields["stop"] = list(stop)
     payload = json.dumps(fields, sort_keys=True, ensure_ascii=False)
@@ -74,11 +86,38 @@ class ReplayLLM(LLM):
         record = {"key": key, "prompt": prompt, "system": system, "temperature": temperature, "max_tokens": max_tokens, **extra,
                   "provider": self.inner.name, "model": self.inner.model, "text": completion.text,
                   "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens}
+        self._write(path, record)
+        return completion
+
+    async def _chat(self, messages: list[Message], *, tools: list[dict[str, Any]], temperature: float, max_tokens: int,
+                    stop: list[str] | None = None) -> Completion:
+        """A tool conversation's reply from `<chat_key>.json` (its text and tool calls), or recorded from the provider
+        (in the provider's own protocol: native tool calling or the text one)."""
+        key = chat_key(messages, tools=tools, temperature=temperature, stop=stop)
+        path = self.path_for(key)
+        if path.is_file():
+            self.stats["hits"] += 1
+            return _read_recording(path)
+        self.stats["misses"] += 1
+        if self.inner is None:
+            raise LLMError(f"no recorded LLM reply for conversation {key} in {self.directory}: record it with "
+                           f"--llm record:{self.directory}:<provider spec> (e.g. record:{self.directory}:anthropic)")
+        extra = {"stop": list(stop)} if stop else {}
+        inner = self.inner
+        completion = await inner.gate.call(lambda: inner._chat(messages, tools=tools, temperature=temperature,
+                                                               max_tokens=max_tokens, **extra), inner.describe())
+        record = {"key": key, "messages": [m.to_json() for m in messages], "tools": tools, "temperature": temperature,
+                  "max_tokens": max_tokens, **extra, "provider": inner.name, "model": inner.model, "text": completion.text,
+                  "tool_calls": [c.to_json() for c in completion.tool_calls],
+                  "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens}
+        self._write(path, record)
+        return completion
+
+    def _write(self, path: Path, record: dict[str, Any]) -> None:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         os.replace(tmp, path)
         self.stats["recorded"] += 1
-        return completion
 
     def limit(self, concurrency: int | None) -> None:
         """Replayed replies are read at once; the cap is the recorded provider's (its misses)."""
@@ -93,6 +132,7 @@ class ReplayLLM(LLM):
 def _read_recording(path: Path) -> Completion:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        return Completion(str(doc["text"]), int(doc.get("input_tokens", 0)), int(doc.get("output_tokens", 0)))
+        calls = tuple(ToolCall(str(c["id"]), str(c["name"]), str(c["arguments"])) for c in doc.get("tool_calls") or ())
+        return Completion(str(doc["text"]), int(doc.get("input_tokens", 0)), int(doc.get("output_tokens", 0)), calls)
     except (ValueError, KeyError, TypeError):
         raise LLMError(f"recorded reply {path} is malformed (needs a 'text' field): delete it and record again") from None

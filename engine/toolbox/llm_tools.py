@@ -104,3 +104,90 @@ def read_tool_calls(text: str) -> tuple[ToolCall, ...]:
         else:
             calls.append(ToolCall(f"call_{i}", "", body))
     return tuple(calls)
+
+
+# -- native wire shapes ------------------------------------------------------------------------------------
+def _json_object(text: str) -> Any:
+    """A call's arguments as the object a native API wants back (a text that is no JSON object is sent as {"text": ...})."""
+    try:
+        value = json.loads(text) if text.strip() else {}
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"text": text}
+
+
+def anthropic_request(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """`system`, `messages` and `tools` of an Anthropic Messages API request: assistant `tool_use` blocks, the
+    results as `tool_result` blocks (`is_error` when refused) in the next user turn, consecutive ones together."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        if message.role == "assistant":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": _json_object(c.arguments)}
+                       for c in message.tool_calls]
+            out.append({"role": "assistant", "content": blocks or message.content})
+            continue
+        if message.role == "tool":
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
+            if message.is_error:
+                block["is_error"] = True
+        else:
+            block = {"type": "text", "text": message.content}
+        if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+            out[-1]["content"].append(block)
+        else:
+            out.append({"role": "user", "content": [block] if message.role == "tool" else message.content})
+    request: dict[str, Any] = {"messages": out}
+    if system:
+        request["system"] = system
+    if tools:
+        request["tools"] = [{"name": t["name"], "description": t.get("description", ""),
+                             "input_schema": t.get("parameters") or {"type": "object", "properties": {}}} for t in tools]
+    return request
+
+
+def anthropic_calls(content: Sequence[Any]) -> tuple[str, tuple[ToolCall, ...]]:
+    """The text and `tool_use` blocks of an Anthropic reply's `content` (SDK objects or dicts)."""
+    def get(block: Any, key: str) -> Any:
+        return block.get(key) if isinstance(block, dict) else getattr(block, key, None)
+
+    text = "".join(get(b, "text") or "" for b in content if get(b, "type") == "text")
+    calls = tuple(ToolCall(str(get(b, "id")), str(get(b, "name")), json.dumps(get(b, "input") or {}, ensure_ascii=False))
+                  for b in content if get(b, "type") == "tool_use")
+    return text, calls
+
+
+def openai_request(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """`messages` and `tools` of an OpenAI chat-completions request: assistant `tool_calls` (arguments as a JSON
+    string), each result a `tool` message with its `tool_call_id` (a refused call's text starts with "error:")."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                entry["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                                       for c in message.tool_calls]
+            out.append(entry)
+        elif message.role == "tool":
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
+        else:
+            out.append({"role": message.role, "content": message.content})
+    request: dict[str, Any] = {"messages": out}
+    if tools:
+        request["tools"] = [function_schema(t) for t in tools]
+    return request
+
+
+def openai_calls(message: Mapping[str, Any]) -> tuple[ToolCall, ...]:
+    """The `tool_calls` of an OpenAI reply's `choices[0].message` (a call without a function name is kept as "")."""
+    calls = []
+    for i, call in enumerate(message.get("tool_calls") or ()):
+        function = call.get("function") or {} if isinstance(call, dict) else {}
+        arguments = function.get("arguments")
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False)
+        calls.append(ToolCall(str(call.get("id") or f"call_{i}") if isinstance(call, dict) else f"call_{i}",
+                              str(function.get("name") or ""), text))
+    return tuple(calls)

@@ -48,6 +48,7 @@ class LocalLLM(OpenAICompatibleLLM):
     """A GGUF file served by a llama.cpp child process on 127.0.0.1 for as long as this provider lives."""
 
     name = "local"
+    native_tools = False  # llama.cpp's server takes `tools` only with --jinja: tool calls go as Qwen2.5's text (llm_tools)
 
     def __init__(self, model_path: str | os.PathLike, *, threads: int | None = None, n_ctx: int = 4096,
                  port: int | None = None, health_timeout: float = HEALTH_TIMEOUT, timeout: float = 600.0,
