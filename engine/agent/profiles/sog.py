@@ -39,9 +39,9 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _property(relation: Relation | Edge, labels: dict[str, str]) -> str:
-    label = labels.get(relation.relation) or relation.relation_label if isinstance(relation, Edge) else relation.label
-    return f"{relation.relation} ({label})" if label else relation.relation
+def _property(relation: Relation) -> str:
+    """A property as the table writes it: its id, and its label when the KG has one (Wikidata)."""
+    return f"{relation.relation} ({relation.label})" if relation.label else relation.relation
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
@@ -72,6 +72,14 @@ async def _resolve(ctx: ToolContext, entity: str) -> tuple[KG, str]:
     return kg, ids[0]
 
 
+def _row(ctx: ToolContext, relation: Relation, edge: Edge) -> tuple[str, str, str]:
+    """(property, id, name); a literal has no id, a nameless node (a CVT) no name."""
+    if edge.literal:
+        return _property(relation), "", far_name(ctx, edge)
+    name = far_name(ctx, edge)
+    return _property(relation), edge.entity, "" if name == edge.entity else name
+
+
 async def search(args: dict[str, Any], ctx: ToolContext) -> str:
     kg, ident = await _resolve(ctx, args["entity"])
     direction = DIRECTIONS[args["direction"]]
@@ -84,13 +92,12 @@ async def search(args: dict[str, Any], ctx: ToolContext) -> str:
         return f"{head}: none" + note
     edges = await ctx.timed(kg.neighbors_many([(ident, r.relation, direction) for r in relations], limit=ROW_CAP))
     rows = [(rel, edge) for rel in relations for edge in edges[(ident, rel.relation, direction)]]
-    labels = {r.relation: r.label for r in relations if r.label}
     if args.get("properties") is None and len(rows) > SUMMARY_OVER:
         counts = Counter(rel.relation for rel, _ in rows)
-        summary = [(_property(rel, labels), str(counts[rel.relation])) for rel in relations if counts[rel.relation]]
+        summary = [(_property(rel), str(counts[rel.relation])) for rel in relations if counts[rel.relation]]
         return (f"{head}: {len(rows)} neighbours, more than {SUMMARY_OVER}; their properties (call search again "
                 f"with properties=[...] to see the neighbours):\n" + _table(("property", "neighbours"), summary) + note)
-    shown = [(_property(rel, labels), edge.entity if not edge.literal else "", far_name(ctx, edge)) for rel, edge in rows[:ROW_CAP]]
+    shown = [_row(ctx, rel, edge) for rel, edge in rows[:ROW_CAP]]
     cut = f"\n(the first {ROW_CAP} of {len(rows)} rows)" if len(rows) > ROW_CAP else ""
     partial = "\n(partial: the server cut the answer)" if edges.partial else ""
     return f"{head}: {len(rows)}\n" + _table(("property", "id", "name"), shown) + cut + partial + note
