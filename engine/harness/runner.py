@@ -25,6 +25,7 @@ from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ...sparql.dialects import DIALECTS
 from ...sparql.errors import KgfedError
 from ..config import CacheOptions, HttpOptions, KGSpec, kg_specs
 from ..session import Session
@@ -206,8 +207,7 @@ class Runtime(Session):
 
     def topics_for(self, question: Question) -> dict[str, dict[str, str]]:
         """The question's topic entities per KG of the run (by KG name, else by the KG's dialect)."""
-        return {name: dict(question.topics.get(name) or question.topics.get(kg.dialect.name) or {})
-                for name, kg in self.kgs.items()}
+        return {name: dict(topics_of_kg(question.topics, name, kg.dialect)) for name, kg in self.kgs.items()}
 
     async def named_topics(self, question: Question) -> dict[str, dict[str, str]]:
         """`topics_for`, with a topic given by id only (a plain question file) named by its KG's label."""
@@ -353,6 +353,15 @@ async def _run_ray(spec: RunSpec, questions: Sequence[Question], fmt: str, concu
             ray.shutdown()
 
 
+def topics_of_kg(topics: Mapping[str, Mapping[str, str]], name: str, dialect: Any) -> Mapping[str, str]:
+    """A question's topic entities for one KG: those given for the KG's name, else for its dialect's; a dialect
+    kgfed does not ship (one a plugin registered) takes the first group whose every id it accepts."""
+    found = topics.get(name) or topics.get(dialect.name)
+    if found or dialect in DIALECTS:
+        return found or {}
+    return next((ids for ids in topics.values() if ids and all(dialect.is_entity(i) for i in ids)), {})
+
+
 # -- the run -----------------------------------------------------------------------------------------
 TOPIC_CHECK = 20  # topic entities looked up per KG before a run answers anything
 
@@ -368,8 +377,9 @@ async def check_topics(kgs: Mapping[str, Any], questions: Sequence[Question], de
     for question in questions[:TOPIC_CHECK]:
         for kg, kg_topics in question.topics.items():
             given.setdefault(kg, []).extend(i for i in kg_topics if i not in given.get(kg, []))
-    usable = {kg.dialect.name for kg in kgs.values()} | set(kgs)
-    if given and not set(given) & usable:  # topics only for KGs the run does not have: all would be linked anew
+    grouped = {kg: dict.fromkeys(ids, "") for kg, ids in given.items()}
+    if given and not any(topics_of_kg(grouped, name, kg.dialect) for name, kg in kgs.items()):  # topics only for KGs the
+        # run does not have: all would be linked anew
         other = sorted(given)[0]
         shown = ", ".join(given[other][:3]) + (", …" if len(given[other]) > 3 else "")
         raise KgfedError(f"the questions' topic entities are {other} ids ({shown}) but the run's KGs are "
@@ -377,7 +387,7 @@ async def check_topics(kgs: Mapping[str, Any], questions: Sequence[Question], de
     for name, kg in kgs.items():
         ids: list[str] = []
         for question in questions:
-            topics = question.topics.get(name) or question.topics.get(kg.dialect.name) or {}
+            topics = topics_of_kg(question.topics, name, kg.dialect)
             ids += [i for i in topics if i not in ids]
             if len(ids) >= TOPIC_CHECK:
                 break
