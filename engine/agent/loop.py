@@ -50,6 +50,8 @@ async def _execute(profile: ToolProfile, ctx: ToolContext, call: ToolCall) -> tu
     charge("tool_calls")
     ctx.stats["tool_calls"] += 1
     try:
+        if not call.name:
+            _arguments(call)  # an unreadable block: refused as such (bad_tool_json), not as an unknown tool
         try:
             tool = profile.tool(call.name)
         except ToolError:
