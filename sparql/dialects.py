@@ -99,6 +99,9 @@ class Dialect:
     #: well-known entities a full dump holds (`kgfed doctor`'s default probes), and how its names read
     probe_ids: ClassVar[tuple[str, ...]] = ()
     name_evidence: ClassVar[str] = ""
+    #: function IRIs an untrusted caller's query may call on a KG of this dialect beyond SPARQL 1.1's built-ins
+    #: and the XSD casts (`kgfed.sparql.guard`'s allowlist; docs/trust.md): kgfed's own templates need none
+    functions: ClassVar[frozenset[str]] = frozenset()
 
     def name_probe(self) -> str:
         """One row if the data has this dialect's entity names (`kgfed doctor` tells the dialect by it)."""
@@ -476,6 +479,8 @@ class FreebaseDialect(Dialect):
     probe_ids: ClassVar[tuple[str, ...]] = ("m.09c7w0", "m.0345_")
     name_evidence: ClassVar[str] = "ns:type.object.name"
     id_forms: ClassVar[str] = "m.0abc / g.11x entities, relations like people.person.nationality or r1|r2 through a CVT"
+    #: Virtuoso's lenient cast `xsd:datetime(...)`, as the CWQ/WebQSP gold queries call it (rewrite=false)
+    functions: ClassVar[frozenset[str]] = frozenset({"http://www.w3.org/2001/XMLSchema#datetime"})
     label_predicate = f"<{NS}type.object.name>"
     description_predicate = f"<{NS}common.topic.description>"
     alias_predicate = f"<{NS}common.topic.alias>"

@@ -327,10 +327,14 @@ async def test_sparql_is_read_only_and_hostile_ids_never_reach_the_endpoint():
                       'SELECT ?l WHERE { SERVICE wikibase:label { bd:serviceParam wikibase:language "en" } }'):
             assert "SERVICE" in await refused(client, "sparql", query=query)
         assert not endpoint.seen, [s.query for s in endpoint.seen]
-        # a SERVICE to the endpoint's own origin (scheme, host and port) goes through, as the tokens judged
+        # a SERVICE back to the endpoint's own origin is refused too: it only multiplies the endpoint's work (issue 41)
         origin = endpoint.url.rsplit("/", 1)[0]
         query = f"SELECT ?o WHERE {{ SERVICE <{origin}/sparql> {{ <{WD}Q42> <{WDT}P19> ?o }} }}"
-        assert (await call(client, "sparql", query=query))["rows"] == []
+        assert "own endpoint" in await refused(client, "sparql", query=query)
+        assert not endpoint.seen, [s.query for s in endpoint.seen]
+        # an accepted query is sent as the caller wrote it, a LIMIT added after its last token
+        query = f"SELECT ?o WHERE {{ <{WD}Q42> <{WDT}P19> ?o }}"
+        assert (await call(client, "sparql", query=query))["rows"] == [{"o": {"type": "uri", "value": f"{WD}Q350"}}]
         assert endpoint.seen and endpoint.seen[-1].query == query + " LIMIT 101"
         for entity, relation in (("Q42> } ; DROP ALL #", "P69"), ("Q42", "P69> ?x } INSERT DATA { <a:b> <a:c> <a:d> } #"),
                                  ('m.0abc" .', "P19"), ("Q42\nDELETE", "P19")):

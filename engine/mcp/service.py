@@ -337,7 +337,8 @@ class Engine:
             from ...sparql.rewrite import to_standard_sparql
 
             query = to_standard_sparql(query)
-        checked = analyse(query, self.service_policy(kg), max_rows).text  # pure and linear: no thread needed
+        checked = analyse(query, self.service_policy(kg), max_rows,  # pure and linear: no thread needed
+                          functions=graph.dialect.functions).text
         options = self.options
         timeout = options.query_timeout or options.http.timeout
         async with self._sparql_lane:
@@ -362,10 +363,10 @@ class Engine:
         return {h for g in self.kgs.values() for h, _ in _http_parts(g.endpoint.inner) if h}
 
     def service_policy(self, kg: str) -> ServicePolicy:
-        """What a SERVICE in a query on `kg` may reach: that KG's own endpoint origin(s) (scheme, host and port;
-        nothing for a local file store, which would fetch a service itself) and WDQS's built-in services on WDQS."""
+        """What a SERVICE in a caller's query on `kg` may reach: WDQS's built-in services on WDQS, nothing else; not
+        even the KG's own endpoint origin(s) (each such call multiplies the endpoint's work; issue 41)."""
         parts = _http_parts(self.kgs[kg].endpoint.inner)
-        return ServicePolicy.for_urls([p.url for _, p in parts], builtins=any(p.server == "wdqs" for _, p in parts))
+        return ServicePolicy.own_origin_refused([p.url for _, p in parts], builtins=any(p.server == "wdqs" for _, p in parts))
 
     async def ask(self, question: str, method: str, topics: Sequence[str] | None, width: int | None, depth: int | None) -> tuple[dict, str]:
         if not question.strip():
