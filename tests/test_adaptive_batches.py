@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -178,3 +179,46 @@ async def test_under_partial_allow_a_lone_timeout_flags_the_answer_instead(cwq_s
             await kg.aclose()
     assert found.partial and any(f"the query about {heavy} timed out even alone" in note for note in found.notes)
     assert found[heavy] == [] and all(found[e] == expected[e] for e in entities if e != heavy)
+
+
+@pytest.mark.parametrize("shape", ["qlever", "wdqs", "slow"])
+async def test_no_query_is_sent_twice_while_blocks_split(shape, cwq_store, no_unclosed):
+    """Every block is awaited to its own outcome: a sibling's timeout cancels nothing, a block that timed out
+    is never asked again (only its halves), a single item that times out is never asked again alone."""
+    entities = cwq_topics(10)  # blocks of 8 and 2 a direction: both time out, the 2 no larger than the new working size
+    with TimeoutServer(cwq_store, shape=shape, max_terms=1, delay=3.0) as server:
+        async with HttpClient(retries=0, timeout=1.0 if shape == "slow" else 30.0) as client:
+            kg = _kg(server.url, client, batch_size=8)
+            await kg.relations_many(entities, direction="both")
+            await kg.aclose()
+    assert server.timeouts >= 8  # blocks of 8, 4, 2 were refused ...
+    repeated = {query: n for query, n in Counter(server.queries).items() if n > 1}
+    assert not repeated, f"{len(repeated)} queries sent more than once"  # ... and none was asked twice
+
+
+async def test_a_lone_item_that_times_out_in_both_directions_costs_two_requests(no_unclosed):
+    import pyoxigraph as ox
+
+    with TimeoutServer(ox.Store(), shape="qlever", max_terms=-1) as server:  # every query: QLever's 429 timeout
+        async with HttpClient(retries=4) as client:
+            kg = _kg(server.url, client)
+            with pytest.raises(QueryTimeout, match=r"the query about m\.0abc timed out even alone"):
+                await kg.relations_many(["m.0abc"], direction="both")
+            with pytest.raises(QueryTimeout):  # asked again in the same run: not sent again
+                await kg.relations_many(["m.0abc"], direction="both")
+            await kg.aclose()
+    assert len(server.queries) == 2 and len(set(server.queries)) == 2
+
+
+def test_kgfed_relations_over_a_server_that_always_times_out_sends_each_query_once():
+    """The issue's check: `kgfed relations Q42` against QLever's 429 timeout on every query: one line, exit 2,
+    at most 2 requests (one a direction)."""
+    import pyoxigraph as ox
+
+    with TimeoutServer(ox.Store(), shape="qlever", max_terms=-1) as server:
+        done = subprocess.run([sys.executable, "-c", "import sys; from kgfed.engine.cli import main; sys.exit(main(sys.argv[1:]))",
+                               "relations", "Q42", "--endpoint", server.url, "--dialect", "wikidata", "--no-cache"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("kgfed: error: ") and "Q42 timed out even alone" in done.stderr
+    assert len(server.queries) <= 2 and len(set(server.queries)) == len(server.queries)

@@ -8,7 +8,9 @@ block again fails the same way (the timeout is deterministic), so `AdaptiveBatch
 block-size control does, driven by the server's own verdict:
 
 - a block that times out is split in halves and both halves are asked (concurrently, under the same
-  per-host caps), recursively, down to single items;
+  per-host caps), recursively, down to single items; the block itself is never asked again, and the
+  blocks of one call are each awaited to their own outcome (a sibling's timeout cancels nothing), so no
+  query is sent twice: a block of one item that times out is an error at once, never asked again alone;
 - only a single item that still times out is an error: `QueryTimeout` naming that item (every other
   item was answered, and those answers are cached, so a rerun asks only what failed); under the
   `partial="allow"` policy the call answers instead, that item empty and the answer flagged `.partial`
@@ -27,7 +29,8 @@ What counts as a timeout (`splittable`): `EndpointTimeout` (the client's own tim
 `PartialResult` when the endpoint's partial policy is `"retry"` (Virtuoso kept answering S1TAT after
 its longer timeouts). Offline, a block missing from the cache is looked up in halves too (a live run
 that split it cached the halves), without touching the working size. Anything else (a bad query, a 4xx, a connection failure) is raised as it is,
-with every sibling query cancelled, as `CachedEndpoint.select_all` does.
+with every sibling query cancelled, as `CachedEndpoint.select_all` does. Below, the HTTP client never sends a
+request that timed out twice in a run either (`endpoints.handlers.NoRepeat`).
 """
 from __future__ import annotations
 
@@ -81,6 +84,31 @@ async def _all(coros: Sequence) -> list:
                 task.exception()
 
 
+async def _settled(coros: Sequence, tolerated: Callable[[BaseException], bool]) -> list:
+    """Every result or tolerated failure, in order; a failure not tolerated is raised (the first in order) with
+    every sibling cancelled. Unlike `_all`, a tolerated failure (a timeout) leaves its siblings running, so each
+    block's own outcome is known and none has to be asked again."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        pending = set(tasks)
+        while pending:
+            _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+            for task in tasks:
+                if task.done() and not task.cancelled() and task.exception() is not None \
+                        and not tolerated(task.exception()):  # type: ignore[arg-type]
+                    raise task.exception()  # type: ignore[misc]
+        return [task.exception() or task.result() for task in tasks]
+    finally:
+        rest = [task for task in tasks if not task.done()]
+        for task in rest:
+            task.cancel()
+        if rest:
+            await asyncio.gather(*rest, return_exceptions=True)
+        for task in tasks:  # failures not raised are seen (no "never retrieved" noise)
+            if task.done() and not task.cancelled():
+                task.exception()
+
+
 class AdaptiveBatches:
     """The working block size of one endpoint, and the splitting of blocks that time out.
 
@@ -113,25 +141,31 @@ class AdaptiveBatches:
     async def run(self, endpoint, jobs: Sequence[Job], render: Callable[[Hashable, Sequence], str], *,
                   cap: int | None = None) -> list[Piece]:
         """Ask every job's items in blocks of the working size (at most `cap`), splitting blocks that time
-        out; the answers as (key, items asked, result) in job and item order."""
+        out; the answers as (key, items asked, result) in job and item order. No query is asked twice: a
+        block's outcome is known per block, so only the halves of a block that timed out are asked next."""
         blocks = [(key, block) for key, items in jobs for block in self.chunks(items, cap)]
         if not blocks:
             return []
-        try:  # the common case: every block answers (cache hits taken without a task)
-            results = await endpoint.select_all([render(key, block) for key, block in blocks])
-        except Exception as exc:
-            if not splittable(exc, self.partial_policy):
-                raise
-            if not isinstance(exc, OfflineMiss):  # which block timed out is not known: all are cut to the new size
-                self.stats["batch_timeouts"] += 1
-                if len(blocks) == 1 and len(blocks[0][1]) == 1:
-                    return [self._lone(blocks[0][0], blocks[0][1], exc)]
-                self._shrink(max(len(block) for _, block in blocks))
-            log.debug("%s: a block timed out (%s): asking block by block", self.name, first_line(str(exc)))
-        else:
-            return [(key, block, result) for (key, block), result in zip(blocks, results)]
-        pieces = await _all([self._ask(endpoint, key, block, render) for key, block in blocks])
+        if len(blocks) == 1:  # one query: its own outcome, without a task
+            key, block = blocks[0]
+            return await self._answer(endpoint, key, block, render)
+        outcomes = await _settled([endpoint.select(render(key, block)) for key, block in blocks],
+                                  lambda exc: splittable(exc, self.partial_policy))
+        if not any(isinstance(outcome, BaseException) for outcome in outcomes):  # the common case
+            return [(key, block, result) for (key, block), result in zip(blocks, outcomes)]
+        timed_out = [len(block) for (_, block), outcome in zip(blocks, outcomes)
+                     if isinstance(outcome, BaseException) and not isinstance(outcome, OfflineMiss)]
+        if timed_out:
+            self._shrink(max(timed_out))
+        pieces = await _all([self._after(endpoint, key, block, render, outcome)
+                             for (key, block), outcome in zip(blocks, outcomes)])
         return [piece for group in pieces for piece in group]
+
+    async def _after(self, endpoint, key: Hashable, items: Sequence, render, outcome) -> list[Piece]:
+        """A block already asked: its answer, or what its failure calls for (halves, or the lone item's error)."""
+        if isinstance(outcome, BaseException):
+            return await self._failed(endpoint, key, items, render, outcome)
+        return [(key, items, outcome)]
 
     def _alone(self, item: Any, exc: BaseException) -> Exception:
         """The error of one item that timed out alone: the same kind (a partial answer stays a
@@ -154,24 +188,30 @@ class AdaptiveBatches:
         if len(items) > self.size:  # a sibling's timeout already showed a block this large fails: cut it first
             groups = await _all([self._ask(endpoint, key, block, render) for block in self.chunks(items)])
             return [piece for group in groups for piece in group]
+        return await self._answer(endpoint, key, items, render)
+
+    async def _answer(self, endpoint, key: Hashable, items: Sequence, render) -> list[Piece]:
+        """Ask one block; a timeout is handled by `_failed` (the block itself is never asked again)."""
         try:
             return [(key, items, await endpoint.select(render(key, items)))]
         except Exception as exc:
             if not splittable(exc, self.partial_policy):
                 raise
-            if isinstance(exc, OfflineMiss):  # not a timeout: look the halves up, leave the working size alone
-                if len(items) == 1:
-                    raise
-                middle = (len(items) + 1) // 2
-                left, right = await _all([self._ask(endpoint, key, items[:middle], render),
-                                          self._ask(endpoint, key, items[middle:], render)])
-                return left + right
+            if not isinstance(exc, OfflineMiss):
+                self._shrink(len(items))
+            return await self._failed(endpoint, key, items, render, exc)
+
+    async def _failed(self, endpoint, key: Hashable, items: Sequence, render, exc: BaseException) -> list[Piece]:
+        """A block that timed out (or missed offline): its halves are asked, a lone item is an error."""
+        if isinstance(exc, OfflineMiss):  # not a timeout: look the halves up, leave the working size alone
+            if len(items) == 1:
+                raise exc
+        else:
             self.stats["batch_timeouts"] += 1
             if len(items) == 1:
                 return [self._lone(key, items, exc)]
             self.stats["batch_splits"] += 1
-            self._shrink(len(items))
-            middle = (len(items) + 1) // 2
-            left, right = await _all([self._ask(endpoint, key, items[:middle], render),
-                                      self._ask(endpoint, key, items[middle:], render)])
-            return left + right
+        middle = (len(items) + 1) // 2
+        left, right = await _all([self._ask(endpoint, key, items[:middle], render),
+                                  self._ask(endpoint, key, items[middle:], render)])
+        return left + right
