@@ -71,8 +71,13 @@ class Result:
 
     def tog_chains(self) -> list[list[tuple[str, str, str]]]:
         """Reasoning chains as ToG writes them: lists of (head name, relation, tail name); an entity
-        without a name is "UnName_Entity" as in ToG (a CVT is inside a compound `r1|r2` relation)."""
+        without a name is "UnName_Entity" as in ToG (a CVT is inside a compound `r1|r2` relation). An entity
+        named by any triple of the paths (e.g. the tail of hop 1, the head of hop 2) keeps that name."""
         names = {i: n for ids in (self.extra.get("topics") or {}).values() for i, n in ids.items() if n}
+        for edge in (e for p in self.paths for e in p):
+            for ident, label in ((edge.subject, edge.subject_label), (edge.object, None if edge.literal else edge.object_label)):
+                if label:
+                    names.setdefault(ident, label)
         return [[(e.subject_label or names.get(e.subject, UNNAMED), e.relation,
                   e.object_label or (e.object if e.literal else names.get(e.object, UNNAMED))) for e in p] for p in self.paths]
 
