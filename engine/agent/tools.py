@@ -73,6 +73,10 @@ __all__ = ["PROFILES", "TOOL_PROFILES", "Tool", "ToolContext", "ToolError", "Too
 # profile name -> "module:Class" (relative to this package), imported on first use like methods.REGISTRY
 PROFILES: dict[str, str] = {
     "kgfed": ".profiles.kgfed:KgfedProfile",
+    "sog": ".profiles.sog:SogProfile",  # Search-on-Graph's search (docs/agent-tools.md)
+    "kg-r1": ".profiles.kg_r1:KgR1Profile",  # KG-R1's retrieval actions
+    "graphwalker": ".profiles.graphwalker:GraphWalkerProfile",  # GraphWalker's get_relations/get_triples (Freebase)
+    "wmde": ".profiles.wmde:WmdeProfile",  # Wikimedia Deutschland's Wikidata MCP tools (Wikidata)
 }
 MAX_RESULT_CHARS = 6000  # a tool result longer than this is cut (with a note) before the model reads it
 

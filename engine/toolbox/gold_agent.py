@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...sparql.dialects import COMPOUND_SEP, dialect_of
-from .gold_reader import Gold
+from .gold_reader import Gold, _alternation, _whole
 from .llm_base import Message, ToolCall
 
 FRONTIER = 3  # entities followed per step when the gold query binds none of those shown
@@ -56,6 +56,7 @@ class HopTool:
     arguments: Mapping[str, Any]
     words: Mapping[str, str]
     compound: bool
+    names: bool = False  # its results name entities by label, not id (KG-R1, GraphWalker): read them by the gold's labels
 
 
 def hop_tools(tools: Sequence[Mapping[str, Any]]) -> dict[str, HopTool]:
@@ -67,7 +68,7 @@ def hop_tools(tools: Sequence[Mapping[str, Any]]) -> dict[str, HopTool]:
             continue
         for direction in hop.get("directions", ("out", "in")):
             found.setdefault(direction, HopTool(tool["name"], hop.get("arguments", {}), hop.get("words") or {},
-                                                bool(hop.get("compound", True))))
+                                                bool(hop.get("compound", True)), bool(hop.get("names", False))))
     return found
 
 
@@ -161,8 +162,9 @@ def _results(messages: Sequence[Message]) -> dict[str, str]:
     return {m.tool_call_id: m.content for m in messages if m.role == "tool" and not m.is_error}
 
 
-def _replay(gold: Gold, walk: list[Route], messages: Sequence[Message]) -> int:
-    """Advance the routes over the calls already made; the number of turns taken."""
+def _replay(gold: Gold, walk: list[Route], messages: Sequence[Message], by_name: frozenset[str] = frozenset()) -> int:
+    """Advance the routes over the calls already made; the number of turns taken. The results of a tool in
+    `by_name` show entities by name: the ids the gold query binds whose labels they show count as shown."""
     results = _results(messages)
     turns = 0
     for message in messages:
@@ -177,11 +179,23 @@ def _replay(gold: Gold, walk: list[Route], messages: Sequence[Message]) -> int:
                 continue
             r = int(m.group(1))
             asked.setdefault(r, set()).add(_asked_entity(call))
-            shown.setdefault(r, []).extend(_ID.findall(results.get(call.id, "")))
+            text = results.get(call.id, "")
+            shown.setdefault(r, []).extend(_ID.findall(text) + (_named_ids(gold, text) if call.name in by_name else []))
         for r, ids in shown.items():
             if r < len(walk):
                 _advance(gold, walk[r], [i for i in dict.fromkeys(ids) if i not in asked.get(r, set())])
     return turns
+
+
+def _named_ids(gold: Gold, text: str) -> list[str]:
+    """Ids the gold query binds whose KG label the text shows as a whole element (first shown first)."""
+    labels = {gold.labels[i]: i for ids in gold.bound.values() for i in sorted(ids) if gold.labels.get(i)}
+    pattern = _alternation(labels)
+    if pattern is None:
+        return []
+    folded = {name.casefold(): ident for name, ident in labels.items()}
+    return [folded[m.group(0).casefold()] for line in text.splitlines() for m in pattern.finditer(line)
+            if _whole(line, m.start(), m.end()) and m.group(0).casefold() in folded]
 
 
 def _asked_entity(call: ToolCall) -> str:
@@ -215,7 +229,7 @@ def next_calls(gold: Gold, messages: Sequence[Message], tools: Sequence[Mapping[
         return f"The tool results show {', '.join(shown)}.", (ToolCall("g_answer", answer_name, args),)
     hops = hop_tools(tools)
     walk = routes(gold, dialects, hops)
-    turn = _replay(gold, walk, messages) + 1
+    turn = _replay(gold, walk, messages, frozenset(t.name for t in hops.values() if t.names)) + 1
     calls: list[ToolCall] = []
     for r, route in enumerate(walk):
         if route.done >= len(route.steps) or not route.frontier:

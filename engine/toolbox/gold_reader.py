@@ -40,8 +40,11 @@ def _alternation(names: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile(r"(?<![\w])(?:" + "|".join(re.escape(n) for n in unique) + r")(?![\w])", re.I)
 
 
-_OPEN = set("\n,{([;:>\"'")
-_CLOSE = set("\n,})];<\"'.")
+_OPEN = set("\n,{([;:>\"'|")  # `|`: a markdown table cell (the sog profile's results)
+_CLOSE = set("\n,})];<\"'.|")
+
+
+_ID_AFTER = re.compile(r"\((?:[mg]\.[0-9a-z_]+|[QP][1-9]\d*)\)")  # `label (ID)`, as the wmde profile writes an entity
 
 
 def _whole(line: str, start: int, end: int) -> bool:
@@ -52,7 +55,8 @@ def _whole(line: str, start: int, end: int) -> bool:
     if not opens:  # a role of an n-ary fact in lower-case words before the value: `; office holder Abdullah al-Thani`
         cut = max(before.rfind(ch) for ch in _OPEN)
         opens = cut >= 0 and re.fullmatch(r"[a-z][a-z ]*", before[cut + 1:].strip()) is not None
-    closes = not after or after[0] in _CLOSE or after.startswith(("- ", "-[", "<-", "(reverse)"))
+    closes = (not after or after[0] in _CLOSE or after.startswith(("- ", "-[", "<-", "(reverse)"))
+              or _ID_AFTER.match(after) is not None)
     return opens and closes
 
 

@@ -8,6 +8,7 @@ to ids on their side); every lookup here goes through the `KG` facade of the run
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ....sparql.dialects import COMPOUND_SEP
 from ....sparql.errors import InvalidIdentifier
@@ -15,7 +16,13 @@ from ...kg.facade import KG
 from ...kg.model import Edge
 from ..tools import ToolContext
 
-__all__ = ["clean", "entity_ids", "name_ids", "raw_relation", "far_name"]
+__all__ = ["by_name", "clean", "entity_ids", "far_name", "name_ids", "raw_relation"]
+
+
+def by_name(hint: dict[str, Any]) -> dict[str, Any]:
+    """A hop hint (`tools.hop_hint`) saying the tool's results name entities by label, not by id: `--llm gold`
+    then reads the entities it follows by the gold's labels (and calls the tool with their ids)."""
+    return {"hop": {**hint["hop"], "names": True}}
 
 
 def clean(text: str) -> str:

@@ -24,7 +24,7 @@ from ...kg.facade import KG
 from ...kg.model import Relation
 from ...toolbox.pruning import bm25_scores, relation_text
 from ..tools import Tool, ToolContext, ToolError, ToolProfile, answer_tool, hop_hint
-from ._leaders import clean, entity_ids, far_name, name_ids, raw_relation
+from ._leaders import by_name, clean, entity_ids, far_name, name_ids, raw_relation
 
 TOP_K = 10  # relations a get_relations call shows (kg_top_k)
 RELATIONS_PER_CALL = 4  # get_triples queries the first 4 relations it is given
@@ -185,6 +185,6 @@ class GraphWalkerProfile(ToolProfile):
                  {"type": "object", "properties": {"entity": entity, "relations": {
                      "type": "array", "items": {"type": "string"}, "description": "relations ranked by relevance"}},
                   "required": ["entity", "relations"]}, get_triples,
-                 hop_hint({"entity": "{entity}", "relations": ["{relation}"]}, compound=False)),
+                 by_name(hop_hint({"entity": "{entity}", "relations": ["{relation}"]}, compound=False))),
             answer_tool(),
         ]

@@ -21,7 +21,7 @@ from typing import Any
 from ....sparql.errors import InvalidIdentifier
 from ...kg.facade import KG
 from ..tools import Tool, ToolContext, ToolError, ToolProfile, answer_tool, hop_hint
-from ._leaders import clean, entity_ids, far_name, raw_relation
+from ._leaders import by_name, clean, entity_ids, far_name, raw_relation
 
 SYSTEM = """Answer the given question. You can query the knowledge graph with the tools below, up to 7 queries \
 across multiple reasoning turns. If you encounter a KG-related error, read the error message carefully and correct \
@@ -138,9 +138,9 @@ class KgR1Profile(ToolProfile):
             Tool("get_relations_in", "Incoming relations where the entity is the object/tail (? → relation → entity).",
                  _entity_schema(), get_relations_in),
             Tool("get_entities_out", "Entities connected from the entity by the relation (entity → relation → ?).",
-                 _entity_schema(relation=_RELATION), get_entities_out, hop_hint(hop, directions=("out",), compound=False)),
+                 _entity_schema(relation=_RELATION), get_entities_out, by_name(hop_hint(hop, directions=("out",), compound=False))),
             Tool("get_entities_in", "Entities from which the entity is connected by the relation (? → relation → entity).",
-                 _entity_schema(relation=_RELATION), get_entities_in, hop_hint(hop, directions=("in",), compound=False)),
+                 _entity_schema(relation=_RELATION), get_entities_in, by_name(hop_hint(hop, directions=("in",), compound=False))),
             Tool("get_conditional_relations", "Outgoing relations of the entity whose first part is the concept "
                  "(people, location, ...).", _entity_schema(concept={"type": "string", "description": "e.g. people"}),
                  get_conditional_relations),

@@ -207,6 +207,10 @@ def _cell(value: str) -> str:
 
 _LANG = {"type": "string", "description": "language code for labels and descriptions (default: 'en')"}
 _ID = {"type": "string", "description": 'a QID or PID such as "Q42" or "P31"'}
+# how --llm gold asks for the subjects of a statement (the tools show a statement from its subject only): SPARQL,
+# as the server's workflow's step 4 says (a `str.format` template: {entity} and {relation} are filled in)
+_INCOMING = ("SELECT ?item ?itemLabel WHERE {{ ?item wdt:{relation} wd:{entity} . "
+             "OPTIONAL {{ ?item rdfs:label ?itemLabel . FILTER(LANG(?itemLabel) = \"en\") }} }}")
 
 
 class WmdeProfile(ToolProfile):
@@ -240,6 +244,6 @@ class WmdeProfile(ToolProfile):
                  get_instance_and_subclass_hierarchy),
             Tool("execute_sparql", "Run a SPARQL query on Wikidata and return up to K rows as CSV (semicolon-separated).",
                  {"type": "object", "properties": {"sparql": {"type": "string"}, "K": {"type": "integer", "minimum": 1, "maximum": 1000}},
-                  "required": ["sparql"]}, execute_sparql),
+                  "required": ["sparql"]}, execute_sparql, hop_hint({"sparql": _INCOMING, "K": 100}, directions=("in",), compound=False)),
             answer_tool(),
         ]
