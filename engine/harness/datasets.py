@@ -574,6 +574,8 @@ def build_question(shape: Shape, record: dict[str, Any], index: int, dataset: st
     except (KeyError, TypeError, AttributeError) as exc:
         raise DatasetError(f"{source} record {index} ({shape.name} shape) is malformed "
                            f"({exc.__class__.__name__}: {exc}): fix the record") from None
+    if shape.name == "plain":
+        _check_plain_topics(record, index, source)
     topics, unlinked = _topics(record, parts.get("topics", {}))
     meta = {**parts.get("meta", {}), **({"unlinked_topics": unlinked} if unlinked else {})}
     raw_id = parts.get("id")
@@ -587,6 +589,19 @@ def build_question(shape: Shape, record: dict[str, Any], index: int, dataset: st
         meta=meta,
         dataset=dataset,
     )
+
+
+PLACEHOLDER_IDS = ("UnknownMID", "UnknownQID", "None")  # the benchmark files' "no id" topics: dropped, not refused
+
+
+def _check_plain_topics(record: Mapping[str, Any], index: int, source: str) -> None:
+    """A plain question file's topic that is no entity id of any KG (a typo, a name in the ids column) is an
+    error, as `kgfed ask --topic` makes it: dropped silently, the question would be answered {NULL}."""
+    for name in (n for n in TOPIC_FIELDS if n in record):
+        bad = next((i for i in _topic_mapping(record[name], name) if kg_of(i) is None and i not in PLACEHOLDER_IDS), None)
+        if bad is not None:
+            raise DatasetError(f"{source} question {index + 1}: topic {bad!r} is no entity id of any KG: use m.0abc for Freebase, "
+                               "Q42 for Wikidata (or leave the topics empty to link them from the question)")
 
 
 def _topics(record: Mapping[str, Any], extra: Mapping[str, str]) -> tuple[dict[str, dict[str, str]], list[str]]:
