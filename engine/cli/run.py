@@ -99,6 +99,11 @@ def report_text(s: dict) -> str:
         lines.append(f"{s['questions_per_second']:.2f} questions/s   {s['queries_per_question']:.1f} queries/question   "
                      f"{s['requests_per_question']:.1f} requests/question   cache hits {s['cache_hit_rate']:.0%}   "
                      f"{s['llm_calls_per_question']:.1f} LLM calls/question   {s['tokens_per_question']:.0f} tokens/question")
+    if s["new"] and s.get("per_question"):  # cache.costs.headline
+        h = s["per_question"]
+        lines.append(f"a question: {h['llm_calls']:g} LLM calls   {h['tokens']:.0f} tokens   {h['tool_calls']:g} tool calls   "
+                     f"{h['sparql_requests']:g} SPARQL requests ({h['above_hop_floor']:g} above two a hop)   "
+                     f"{h['kg_seconds']:.3f} KG s   {h['seconds']:.2f} s")
     gate = s.get("llm_gate") or {}
     if gate.get("busy"):
         lines.append(f"the LLM answered busy (429/503/529) {gate['busy']:g} times: retried, {gate.get('paused', 0):.0f} s "

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...cache.costs import headline
 from ...sparql.errors import KgfedError
 from .datasets import Question, gold_answers, has_gold, read_records
 from .evaluate import (
@@ -349,6 +350,7 @@ def summarize(output: Output, questions: Sequence[Question], tally: Tally, skipp
         "cache_hit_rate": round(cost.get("cache_hits", 0) / cost["sparql_queries"], 4) if cost.get("sparql_queries") else 0.0,
         "llm_calls_per_question": round(cost.get("llm_calls", 0) / n, 3) if n else 0.0,
         "tokens_per_question": round((cost.get("input_tokens", 0) + cost.get("output_tokens", 0)) / n, 1) if n else 0.0,
+        "per_question": headline(cost, n),  # cache.costs.headline: the cost of a question as the README's table shows it
         "cost": {k: round(v, 4) if isinstance(v, float) else v for k, v in sorted(cost.items())},
         **({"llm_gate": {k: round(v, 2) for k, v in sorted(tally.llm.items())}} if tally.llm else {}),
     }

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ...sparql.dialects import DIALECTS
+from ...cache.costs import hop_floor
 from ...sparql.errors import KgfedError
 from ..config import CacheOptions, HttpOptions, KGSpec, kg_specs
 from ..session import Session
@@ -223,7 +224,9 @@ class Runtime(Session):
             from ...sparql.secrets import redact  # the error text goes to the summary, stderr and --json
 
             return Answered(question.id, None, {}, f"{type(exc).__name__}: {redact(str(exc).splitlines()[0]) if str(exc) else ''}")
-        return Answered(question.id, to_prediction(question, result, fmt), dict(result.cost))
+        cost = dict(result.cost)  # with the hop floor (cache.costs.hop_floor): hops walked, requests above two a hop
+        cost.update(hop_floor(cost, cost.get("hops") or max((len(p) for p in result.paths), default=0)))
+        return Answered(question.id, to_prediction(question, result, fmt), cost)
 
 
 def to_prediction(question: Question, result, fmt: str) -> Prediction:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...sparql.dialects import COMPOUND_SEP, dialect_of
+from ...sparql.errors import KgfedError
 from .gold_reader import Gold, _alternation, _whole
 from .llm_base import Message, ToolCall
 
@@ -104,11 +105,13 @@ def routes(gold: Gold, dialects: Sequence[Any], hops: Mapping[str, HopTool]) -> 
         return out
     for topic in topics:
         dialect = dialect_of(topic)
+        if dialect is None:
+            continue
         for relation in gold.relations:
-            relation = _compound(relation) if dialect is not None and dialect.compound_relations else relation
+            relation = _compound(relation) if dialect.compound_relations else relation
             try:
                 dialect.check_relation(relation)
-            except Exception:  # noqa: BLE001 - a relation of the other KG's dialect
+            except KgfedError:  # a relation of the other KG's dialect
                 continue
             if COMPOUND_SEP in relation and not all(h.compound for h in hops.values()):
                 continue
