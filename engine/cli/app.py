@@ -59,15 +59,21 @@ class KgfedParser(argparse.ArgumentParser):
         self.exit(2, f"kgfed: error: {prefix}{line} (see {self.prog} --help)\n")
 
 
+def _cell(value: Any) -> str:
+    """A table cell: nothing for None, a list (an edge's `via` CVTs) as space-separated items, as `expand` writes it."""
+    if value is None:
+        return ""
+    return " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
 def emit(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list[str], title: str = "") -> None:
     """Rows as a JSON array (--json) or a readable table."""
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
     elif not sys.stdout.isatty():  # a pipe or file: tab-separated, nothing cut or wrapped
-        cell = lambda v: "" if v is None else str(v).replace("\t", " ").replace("\n", " ")  # noqa: E731
         print("\t".join(columns))
         for row in rows:
-            print("\t".join(cell(row.get(c)) for c in columns))
+            print("\t".join(_cell(row.get(c)).replace("\t", " ").replace("\n", " ") for c in columns))
     else:
         from rich.console import Console
         from rich.markup import escape
@@ -77,7 +83,7 @@ def emit(args: argparse.Namespace, rows: list[dict[str, Any]], columns: list[str
         for column in columns:
             table.add_column(column, overflow="fold")  # wrap long ids, never cut them with "…"
         for row in rows:
-            table.add_row(*(escape("" if row.get(c) is None else str(row.get(c))) for c in columns))
+            table.add_row(*(escape(_cell(row.get(c))) for c in columns))
         Console().print(table)
     if not rows and not getattr(args, "warned", False):
         print(f"kgfed: warning: no results{empty_hint(args)}", file=sys.stderr)
@@ -461,18 +467,38 @@ def _interrupted(command_line: bool) -> int:
     print(f"kgfed: {next((n for n in notes if n), None) or 'interrupted'}", file=sys.stderr, flush=True)
     if not command_line:  # the caller's process goes on: let running encodings finish (seconds at most)
         _settle_embeddings()
-    elif "torch" in sys.modules or "sentence_transformers" in sys.modules:
-        import atexit
-        import logging
-
-        try:
-            atexit._run_exitfuncs()  # cache flushes, child servers stopped
-            logging.shutdown()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(130)
+    elif _native_runtimes():
+        _exit_now(130)
     return 130
+
+
+# Native runtimes whose own C++ threads (thread pools, a model loading in a daemon thread) abort the process
+# ("terminate called without an active exception", exit 134) when the interpreter tears them down under a
+# running thread: onnxruntime (the sentence model's default backend), torch, tokenizers, llama.cpp.
+NATIVE_RUNTIMES = ("onnxruntime", "torch", "sentence_transformers", "tokenizers", "xllamacpp", "llama_cpp")
+
+
+def _native_runtimes() -> bool:
+    return any(name in sys.modules for name in NATIVE_RUNTIMES)
+
+
+def _exit_now(status: int) -> None:
+    """Leave with `status` after Python's exit handlers (cache flushes, child servers stopped) and flushed
+    streams, without the C++ teardown of a native runtime (`NATIVE_RUNTIMES`); Ctrl-C meanwhile is ignored."""
+    import atexit
+    import logging
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is over: a Ctrl-C now must not cut the exit short
+    try:
+        atexit._run_exitfuncs()
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(status)
 
 
 # Optional packages (top-level module) -> the extra of pyproject.toml that installs them.
@@ -496,9 +522,13 @@ def missing_extra_line(exc: ModuleNotFoundError, command: str) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """The `kgfed` command (`argv`: the arguments; None: the command line, which may end the process itself)."""
-    status = _main(argv)
-    if _is_command_line(argv):
-        _leave_safely(status)
+    if not _is_command_line(argv):
+        return _main(argv)
+    try:
+        status = _main(argv)
+    except KeyboardInterrupt:  # a Ctrl-C in the instant between the command's end and leaving
+        status = _interrupted(command_line=True)
+    _leave_safely(status)
     return status
 
 
@@ -509,23 +539,17 @@ def _is_command_line(argv: list[str] | None) -> bool:
 
 
 def _leave_safely(status: int) -> None:
-    """Exit now (after Python's exit handlers) when an embedding thread is still inside torch, e.g. a model
-    load an early error left running: torch's C++ teardown under it would abort the process (exit 134)."""
+    """Exit now (after Python's exit handlers) once a native runtime is loaded (`NATIVE_RUNTIMES`): its C++
+    teardown under one of its threads (a model load an early error or a Ctrl-C left running, a thread pool)
+    would abort the process (exit 134), and a Ctrl-C during the interpreter's own teardown would kill it
+    silently. The command is over: its status stands, a Ctrl-C while leaving is ignored."""
+    import signal
     import threading
 
-    if "torch" not in sys.modules or not any(t.is_alive() and t.name.startswith("kgfed-embeddings")
-                                             for t in threading.enumerate()):
-        return
-    import atexit
-    import logging
-
-    try:
-        atexit._run_exitfuncs()
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        os._exit(status)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # never a traceback (or a silent kill) from the teardown
+    if _native_runtimes():
+        _exit_now(status)
 
 
 def _main(argv: list[str] | None = None) -> int:

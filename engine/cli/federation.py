@@ -38,7 +38,8 @@ def register(command, add_source_options, add_cache_options) -> None:
     p.add_argument("--direction", choices=["out", "in", "both"], default="both")
     p.add_argument("--view", metavar="HTML", help="write a self-contained HTML picture (inline SVG)")
     p.add_argument("--dot", metavar="DOT", help="write Graphviz DOT")
-    p.add_argument("--rdf", metavar="TRIG", help="write an RDF dataset (one named graph per KG) as TriG")
+    p.add_argument("--rdf", metavar="FILE", help="write an RDF dataset (one named graph per KG) in the format its suffix "
+                                                 "names: .trig, .nq, .trix or .jsonld")
     p.add_argument("--layout", choices=["auto", "dot", "simple"], default="auto",
                    help="picture layout: Graphviz dot, the built-in circle, or auto (dot when installed)")
     p.add_argument("--align-relations", type=float, metavar="THRESHOLD", nargs="?", const=0.6,
@@ -182,6 +183,10 @@ async def cmd_expand(args: argparse.Namespace) -> int:
     for option, path in (("--view", args.view), ("--dot", args.dot), ("--rdf", args.rdf)):
         if path:
             check_writable(path, option)
+    if args.rdf:
+        from ..federation.views import rdf_format
+
+        rdf_format(args.rdf)  # a format that cannot hold one graph per KG is refused before the expansion
     async with open_session(args) as session:
         kgs = session.kgs
         with ProgressBar() as report:
@@ -225,7 +230,7 @@ def _write_outputs(args: argparse.Namespace, merged) -> None:
         if args.dot:
             Path(args.dot).write_text(views.to_dot(merged, title), encoding="utf-8")
         if args.rdf:
-            views.to_rdflib(merged).serialize(destination=args.rdf, format="trig")
+            views.write_rdf(merged, args.rdf)
     except OSError as exc:
         raise KgfedError(f"cannot write {exc.filename}: {exc.strerror}") from None
     for path in (args.view, args.dot, args.rdf):
@@ -255,7 +260,9 @@ def _counts(merged) -> str:
     """`23 entities (2 aligned), 30 edges (freebase 10, wikidata 20)`."""
     per_kg = ", ".join(f"{kg} {sum(1 for e in merged.edges if e.kg == kg)}" for kg in merged.kgs)
     aligned = [n for n in merged.nodes if n.aligned]
-    return f"{len(merged.nodes)} entities ({len(aligned)} aligned), {len(merged.edges)} edges ({per_kg})"
+    from ..federation.views import plural
+
+    return f"{plural(len(merged.nodes), 'entity', 'entities')} ({len(aligned)} aligned), {plural(len(merged.edges), 'edge')} ({per_kg})"
 
 
 def _edge_row(merged, edge) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import html
 import math
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from ...sparql.dialects import COMPOUND_SEP, OWL_SAMEAS, get_dialect
@@ -79,6 +80,25 @@ def to_rdflib(merged: MergedGraph):
             if left != right:
                 alignment.add((uri(_iri(left)), uri(OWL_SAMEAS), uri(_iri(right))))
     return dataset
+
+
+# RDF files that hold a dataset (one named graph per KG), by suffix: rdflib's format names.
+RDF_FORMATS = {".trig": "trig", ".nq": "nquads", ".nquads": "nquads", ".trix": "trix", ".jsonld": "json-ld"}
+
+
+def rdf_format(path: str | Path) -> str:
+    """The RDF format `--rdf PATH` asks for by its suffix; a format that holds one graph only (Turtle, RDF/XML,
+    N-Triples) or an unknown suffix is a one-line KgfedError (it would lose which KG said what)."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in RDF_FORMATS:
+        raise KgfedError(f"--rdf {path}: {suffix or 'no suffix'} names no RDF dataset format (the merged graph is one "
+                         f"named graph per KG): end the name in {', '.join(RDF_FORMATS)}")
+    return RDF_FORMATS[suffix]
+
+
+def write_rdf(merged: MergedGraph, path: str | Path) -> None:
+    """The RDF dataset of `merged` (`to_rdflib`) in the format its suffix names (`rdf_format`)."""
+    to_rdflib(merged).serialize(destination=str(path), format=rdf_format(path))
 
 
 # -- networkx --------------------------------------------------------------------------------------
@@ -311,15 +331,26 @@ def display_graph(merged: MergedGraph) -> MergedGraph:
     return shown
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 edge`, `2 edges`, `1 entity`, `3 entities` (`many`: the plural when it is not word + s)."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def caption(merged: MergedGraph, aligned: int) -> str:
+    """The picture's summary: `12 entities (2 aligned across KGs), 1 edge from 1 KG`."""
+    return (f"{plural(len(merged.nodes), 'entity', 'entities')} ({aligned} aligned across KGs), "
+            f"{plural(len(merged.edges), 'edge')} from {plural(len(merged.kgs), 'KG')}")
+
+
 def _drawn_as(merged: MergedGraph, shown: MergedGraph) -> str:
     """What the picture simplified, for the summary line ("" when it draws the graph as it is)."""
     cvts = sum(1 for i in range(len(merged.nodes)) if is_cvt(merged, i)) - sum(1 for i in range(len(shown.nodes)) if is_cvt(shown, i))
     bundles = sum(1 for n in shown.nodes if " entities: " in (n.label or "") and all(v.endswith(" ids") for v in n.ids.values()))
     if len(shown.edges) == len(merged.edges) and not cvts:
         return ""
-    parts = [f"drawn as {len(shown.nodes)} boxes and {len(shown.edges)} arrows"]
-    parts += [f"{cvts} CVT nodes as compound edges r1 | r2"] if cvts else []
-    parts += [f"{bundles} fans of over {BUNDLE_AT} leaves as one box each"] if bundles else []
+    parts = [f"drawn as {plural(len(shown.nodes), 'box', 'boxes')} and {plural(len(shown.edges), 'arrow')}"]
+    parts += [f"{plural(cvts, 'CVT node')} as compound edges r1 | r2"] if cvts else []
+    parts += [f"{plural(bundles, 'fan')} of over {BUNDLE_AT} leaves as one box each"] if bundles else []
     return "; " + ", ".join(parts)
 
 
@@ -400,7 +431,7 @@ td, th {{ border: 1px solid #dee2e6; padding: 3px 8px; text-align: left; }}
 </style></head>
 <body>
 <h1>{html.escape(title)}</h1>
-<p class="summary">{len(merged.nodes)} entities ({len(aligned)} aligned across KGs), {len(merged.edges)} edges from {len(merged.kgs)} KGs{_drawn_as(merged, shown)}</p>
+<p class="summary">{caption(merged, len(aligned))}{_drawn_as(merged, shown)}</p>
 <div class="legend">{legend}</div>
 {toggles}
 <div class="graph">{svg}</div>
