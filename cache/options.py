@@ -23,19 +23,6 @@ class CacheOptions:
     refresh: bool = False  # re-fetch every answer once and store the new one
     max_age: float | None = None  # seconds; None: the endpoint's default (a week for live Wikidata, else never stale)
 
-    @classmethod
-    def from_options(cls, options) -> CacheOptions:
-        """Deprecated (until 0.3): from option names as the CLI spells them (`cache_dir`, `no_cache`, `offline`,
-        `refresh`, `max_age`). Build `CacheOptions(...)` directly; the CLI does it in `kgfed.engine.cli.options`."""
-        import warnings
-
-        warnings.warn("CacheOptions.from_options(mapping) is deprecated: build CacheOptions(...) from its fields (the "
-                      "CLI's option names become value objects in kgfed.engine.cli.options); it goes away in kgfed 0.3",
-                      DeprecationWarning, stacklevel=2)
-        return cls(root=options.get("cache_dir"), enabled=not options.get("no_cache", False),
-                   offline=bool(options.get("offline", False)), refresh=bool(options.get("refresh", False)),
-                   max_age=options.get("max_age"))
-
     def resolved(self) -> CacheOptions:
         """A copy whose root is explicit (an absolute directory or a Redis URL, `$KGFED_CACHE_DIR` read now),
         so other processes and Ray actors on any node open the same stores; unchanged with the cache off."""

@@ -25,14 +25,6 @@ DEFAULT_QUERY_MEMORY_MB = 512
 DEFAULT_QUERY_WORKERS = 2  # worker processes per file store (each holds a copy of it): queries at once
 
 
-def _deprecated_mapping(name: str) -> None:
-    import warnings
-
-    warnings.warn(f"{name}.from_options(mapping) is deprecated: build {name}(...) from its fields (the CLI's option "
-                  "names become value objects in kgfed.engine.cli.options); it goes away in kgfed 0.3",
-                  DeprecationWarning, stacklevel=3)
-
-
 @dataclass(frozen=True)
 class HttpOptions:
     """How a run talks HTTP: timeout per request, User-Agent or contact, parallel requests per host.
@@ -50,15 +42,6 @@ class HttpOptions:
     per_host: int = DEFAULT_PER_HOST  # the cap for hosts without published rules when `concurrency` is None
     retries: int = DEFAULT_RETRIES
     query_memory_mb: int = DEFAULT_QUERY_MEMORY_MB  # a file store's worker: memory a caller's query may add (--query-memory)
-
-    @classmethod
-    def from_options(cls, options) -> HttpOptions:
-        """Deprecated (until 0.3): from option names as the CLI spells them (`timeout`, `user_agent`, `contact`,
-        `concurrency`). Build `HttpOptions(...)` directly; the CLI does it in `kgfed.engine.cli.options`."""
-        _deprecated_mapping(cls.__name__)
-        timeout = options.get("timeout")
-        return cls(timeout=DEFAULT_TIMEOUT if timeout is None else timeout, user_agent=options.get("user_agent"),
-                   contact=options.get("contact"), concurrency=options.get("concurrency"))
 
     def client(self):
         """A new `HttpClient` with these options (the caller closes it): `HttpClient.from_options(self)`."""

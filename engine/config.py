@@ -91,22 +91,6 @@ class AlignOptions:
     threshold: float = 0.9
     margin: float = 0.05
 
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> AlignOptions:
-        """Deprecated (until 0.3): from option names as the CLI spells them (`methods` as `p646,label,sbert` or `auto`,
-        `threshold`, `margin`). Build `AlignOptions(...)` directly; the CLI does it in `kgfed.engine.cli.options`."""
-        import warnings
-
-        warnings.warn("AlignOptions.from_options(mapping) is deprecated: build AlignOptions(...) from its fields (the "
-                      "CLI's option names become value objects in kgfed.engine.cli.options); it goes away in kgfed 0.3",
-                      DeprecationWarning, stacklevel=2)
-        methods = options.get("methods", "auto")
-        if isinstance(methods, str) and methods != "auto":
-            methods = tuple(m.strip() for m in methods.split(",") if m.strip())
-        defaults = cls()
-        return cls(methods=methods, threshold=options.get("threshold", defaults.threshold),
-                   margin=options.get("margin", defaults.margin))
-
     def method_names(self) -> list[str]:
         from .federation.align import METHODS
 

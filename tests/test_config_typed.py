@@ -1,8 +1,8 @@
 """Typed configuration end to end: argparse names -> value objects (cli/) -> RunSpec -> Session -> KG.open.
 
 Every default is written once (`HttpOptions`, `CacheOptions`, `AlignOptions`); `HttpClient.from_options` is
-how a client is built from them; `KG.open` takes the value objects (its 0.2 keywords still work, with a
-`DeprecationWarning`); a `RunSpec` carries them to worker processes (it pickles) instead of a dict.
+how a client is built from them; `KG.open` takes the value objects (its 0.2 keywords were removed in 0.3.0:
+a one-line error); a `RunSpec` carries them to worker processes (it pickles) instead of a dict.
 """
 from __future__ import annotations
 
@@ -71,22 +71,11 @@ async def test_cache_options_max_age_none_is_the_endpoints_default_not_never_sta
         assert dump.endpoint.max_age is None
 
 
-async def test_kg_open_keywords_of_0_2_still_work_with_a_deprecation_warning(tmp_path):
-    with pytest.warns(DeprecationWarning, match=r"KG\.open\(timeout=, cache_dir=\) is deprecated"):
-        kg = KG.open(f"file:{DEMO_WIKIDATA}", cache_dir=tmp_path / "c", timeout=3)
-    async with kg:
-        assert kg._client.timeout == 3 and await kg.labels(["Q42"])
-    assert (tmp_path / "c" / "responses").exists()
-    with pytest.warns(DeprecationWarning, match="offline="):
-        offline = KG.open(f"file:{DEMO_WIKIDATA}", cache_dir=tmp_path / "c", offline=True)
-    async with offline:  # the answer cached above, served offline
-        assert offline.endpoint.offline and (await offline.labels(["Q42"]))["Q42"].label == "Douglas Adams"
-    async with HttpClient.from_options(HttpOptions()) as client:
-        with pytest.warns(DeprecationWarning, match="client="):
-            shared = KG.open("wikidata", client=client, cache=False)
-        assert shared.endpoint.inner.client is client
-        await shared.aclose()
-        assert not client.closed
+def test_kg_open_keywords_of_0_2_are_refused_in_0_3():
+    for keywords, named in (({"cache_dir": "/tmp/c", "timeout": 3}, r"KG\.open\(timeout=, cache_dir=\)"),
+                            ({"offline": True}, r"KG\.open\(offline=\)"), ({"client": object()}, r"KG\.open\(client=\)")):
+        with pytest.raises(KgfedError, match=rf"^{named} was removed in kgfed 0\.3\.0: pass http=HttpOptions"):
+            KG.open(f"file:{DEMO_WIKIDATA}", **keywords)
 
 
 def test_run_spec_is_typed_frozen_and_pickles(tmp_path, monkeypatch):
@@ -107,14 +96,11 @@ def test_run_spec_is_typed_frozen_and_pickles(tmp_path, monkeypatch):
         RunSpec("tog", http={"timeout": 5})  # type: ignore[arg-type]
 
 
-def test_run_spec_kg_options_dict_of_0_2_is_converted_with_a_deprecation_warning():
-    with pytest.warns(DeprecationWarning, match=r"RunSpec\(kg_options=\{\.\.\.\}\) is deprecated"):
-        spec = RunSpec("tog", {}, {"kg": "freebase", "endpoint": ["freebase=file:fb.nt"], "cache_dir": "/tmp/c",
-                                   "timeout": 7.0, "no_cache": False, "fallback": ["qlever-freebase"]})
-    assert spec.kgs == (KGSpec("freebase", "file:fb.nt", fallbacks=("qlever-freebase",)),)
-    assert spec.http == HttpOptions(timeout=7.0) and spec.cache == CacheOptions(root="/tmp/c")
-    with pytest.warns(DeprecationWarning, match=r"RunSpec\.http_options\(\) is deprecated"):
-        assert spec.http_options() is spec.http
+def test_run_spec_kg_options_dict_of_0_2_is_refused_in_0_3():
+    with pytest.raises(KgfedError, match=r"^RunSpec's third argument is the LLM spec: 0\.2's kg_options dict was removed"):
+        RunSpec("tog", {}, {"kg": "freebase", "endpoint": ["freebase=file:fb.nt"]})  # type: ignore[arg-type]
+    for accessor in ("kg_specs", "http_options", "cache_options"):
+        assert not hasattr(RunSpec("tog"), accessor)
 
 
 def test_the_cli_turns_argparse_names_into_the_value_objects():
@@ -163,13 +149,9 @@ def test_lower_layers_build_no_client_of_their_own():
     asyncio.run(shared())
 
 
-def test_the_mapping_constructors_of_0_2_warn_and_still_work():
-    with pytest.warns(DeprecationWarning, match=r"HttpOptions\.from_options\(mapping\) is deprecated"):
-        assert HttpOptions.from_options({"timeout": 5.0, "contact": "me@example.org"}) == HttpOptions(5.0, contact="me@example.org")
-    with pytest.warns(DeprecationWarning, match=r"CacheOptions\.from_options"):
-        assert CacheOptions.from_options({"no_cache": True}) == CacheOptions(enabled=False)
-    with pytest.warns(DeprecationWarning, match=r"AlignOptions\.from_options"):
-        assert AlignOptions.from_options({"methods": "label,p646"}) == AlignOptions(methods=("label", "p646"))
+def test_the_mapping_constructors_of_0_2_are_gone_in_0_3():
+    for cls in (HttpOptions, CacheOptions, AlignOptions):
+        assert not hasattr(cls, "from_options"), cls
 
 
 def test_no_code_outside_the_client_module_constructs_an_http_client():

@@ -152,10 +152,9 @@ def test_service_only_to_the_endpoints_own_origin():
         check_read_only(ok, {"kg.example"}, 5)
 
 
-def test_the_old_import_path_still_works():
-    from kgfed.engine.mcp.server import check_read_only as old
-
-    assert old is check_read_only
+def test_the_old_import_path_is_gone_in_0_3():
+    with pytest.raises(ImportError, match="check_read_only"):
+        from kgfed.engine.mcp.server import check_read_only  # noqa: F401 - re-exported until 0.3.0
 
 
 @pytest.mark.parametrize("query, kind", [

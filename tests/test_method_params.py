@@ -3,7 +3,6 @@ names), values cast, unknown names refused, the old dict-like and attribute read
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from dataclasses import dataclass
 
 import pytest
@@ -11,8 +10,8 @@ import pytest
 from kgfed.endpoints.embedded import EmbeddedEndpoint
 from kgfed.engine.kg import KG
 from kgfed.engine.methods import REGISTRY, get_method
-from kgfed.engine.methods.base import Method, Param
-from kgfed.engine.methods.params import MethodParams, param
+from kgfed.engine.methods.base import Method
+from kgfed.engine.methods.params import MethodParams, cast_value, param
 from kgfed.engine.toolbox.llm import NoLLM
 from kgfed.sparql.dialects import WIKIDATA
 from kgfed.sparql.errors import KgfedError
@@ -71,17 +70,21 @@ def test_values_from_the_command_line_are_cast_and_checked(kgs, name):
 
 
 def test_casts_of_each_kind():
-    assert Param(True).cast("m", "k", "false") is False and Param(True).cast("m", "k", 1) is True
-    assert Param(0.5).cast("m", "k", "0.25") == 0.25 and Param(0.5).cast("m", "k", 1) == 1.0
-    assert Param(None).cast("m", "k", None) is None and Param(None).cast("m", "k", "7") == 7
-    assert Param(("a",)).cast("m", "k", ["a", "b"]) == ("a", "b") and Param(("a",)).cast("m", "k", "a, b") == ("a", "b")
-    assert Param(3, low=None).cast("m", "k", -1) == -1
+    def cast(default, value, low=0):
+        return cast_value("m", "k", value, kind=type(default) if default is not None else int, none=default is None, low=low,
+                          choices=())
+
+    assert cast(True, "false") is False and cast(True, 1) is True
+    assert cast(0.5, "0.25") == 0.25 and cast(0.5, 1) == 1.0
+    assert cast(None, None) is None and cast(None, "7") == 7
+    assert cast(("a",), ["a", "b"]) == ("a", "b") and cast(("a",), "a, b") == ("a", "b")
+    assert cast(3, -1, low=None) == -1
     with pytest.raises(KgfedError, match="invalid parameter k=-1 for m: expected a value ≥ 0"):
-        Param(3).cast("m", "k", -1)
+        cast(3, -1)
     with pytest.raises(KgfedError, match="invalid parameter k=True for m: expected int"):
-        Param(3).cast("m", "k", True)
+        cast(3, True)
     with pytest.raises(KgfedError, match="invalid parameter k=None for m: expected int"):
-        Param(3).cast("m", "k", None)
+        cast(3, None)
 
 
 def test_string_booleans_are_read_as_meant(kgs):
@@ -204,45 +207,28 @@ def test_no_setattr_in_the_methods():
     assert found == []
 
 
-# -- the old scheme, deprecated for one release --------------------------------------------------------------
-def test_the_old_reads_still_answer_with_a_deprecation_warning(kgs):
+# -- the old scheme, deprecated in 0.2 and removed in 0.3.0 ----------------------------------------------------
+def test_the_old_reads_are_gone_in_0_3(kgs):
     tog = get_method("tog")(kgs, NoLLM(), width=2)
-    with pytest.warns(DeprecationWarning, match=r"ToG.width is deprecated: read .params.width"):
-        assert tog.width == 2
-    with pytest.warns(DeprecationWarning, match=r"params\['depth'\] is deprecated"):
-        assert tog.params["depth"] == 3
-    with pytest.warns(DeprecationWarning, match=r"params.get\('(seed|nope)'\) is deprecated"):
-        assert tog.params.get("seed") == 0 and tog.params.get("nope", 7) == 7
-    with pytest.warns(DeprecationWarning, match="ToG.PARAMS is deprecated"):
-        old = get_method("tog").PARAMS
-    assert old["width"] == Param(3, int, 1, (), False) and old["pruning"].choices == ("llm", "sbert", "bm25")
-    with pytest.warns(DeprecationWarning, match="PoG.ALIASES is deprecated"):
-        assert get_method("pog").ALIASES == {"width": "max_width", "depth": "max_depth"}
-    with pytest.warns(DeprecationWarning, match="PoG.p is deprecated"):
-        assert get_method("pog")(kgs, NoLLM(), depth=2).p.max_depth == 2
-    with pytest.raises(AttributeError, match="'ToG' object has no attribute 'widht'"):
-        tog.widht  # noqa: B018
+    with pytest.raises(AttributeError, match="'ToG' object has no attribute 'width'"):
+        tog.width  # noqa: B018
+    with pytest.raises(TypeError):
+        tog.params["depth"]  # noqa: B018
+    assert not hasattr(tog.params, "get") and not hasattr(get_method("tog"), "PARAMS")
+    assert not hasattr(get_method("pog")(kgs, NoLLM(), depth=2), "p")
+    assert get_method("pog").Params.ALIASES == {"width": "max_width", "depth": "max_depth"}
 
 
-def test_a_method_declared_the_old_way_still_runs_with_a_deprecation_warning(kgs):
-    with pytest.warns(DeprecationWarning, match="Old: PARAMS/ALIASES on a method class are deprecated"):
-        class Old(Method):
-            name = "old"
-            PARAMS = {"hops": Param(2, low=1), "threshold": 0.5, "web": Param(None, kind=object), "tags": {"a": 1}}
-            ALIASES = {"depth": "hops"}
+def test_a_method_declared_the_old_way_gets_no_params_class(kgs):
+    class Old(Method):  # PARAMS/ALIASES on the class: no longer read (declare a Params dataclass)
+        name = "old"
+        PARAMS = {"hops": 2}
 
-            async def _answer(self, question, topics):
-                raise AssertionError
+        async def _answer(self, question, topics):
+            raise AssertionError
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        old = Old(kgs, NoLLM(), depth="3", threshold=1)
-    assert (old.params.hops, old.params.threshold, old.params.web) == (3, 1.0, None)  # type: ignore[attr-defined]
-    assert old.params.tags == {"a": 1} and old.params.tags is not Old(kgs, NoLLM()).params.tags  # type: ignore[attr-defined]
-    with pytest.raises(KgfedError, match="invalid parameter hops=0 for old: expected a value ≥ 1"):
-        Old(kgs, NoLLM(), hops=0)
-    with pytest.raises(KgfedError, match=r"unknown old parameter\(s\) width: use some of depth, hops, tags, threshold, web"):
-        Old(kgs, NoLLM(), width=1)
+    with pytest.raises(KgfedError, match=r"unknown old parameter\(s\) hops"):
+        Old(kgs, NoLLM(), hops=3)
 
 
 # -- what reads the dataclasses: the CLI and the docs --------------------------------------------------------

@@ -157,14 +157,8 @@ async def test_bad_method_and_strategy_are_clear_errors():
     assert await score_relations("q", [], PruneSettings(method="llm")) == [] and await score_paths("q", []) == []
 
 
-async def test_the_old_loose_keywords_still_work_with_a_deprecation_warning(replay):
-    with pytest.warns(DeprecationWarning, match=r"score_relations\(\.\.\., method=\.\.\., width=\.\.\.\) is deprecated"):
-        zone = await score_relations("What time zone is the area where newspaper Ke Klahea is circulated in?", cwq_relations(),
-                                     method="bm25", entity="Ke Klahea", width=1)
-    assert zone[0][0] == "time.time_zone.locations_in_this_time_zone"
-    with pytest.warns(DeprecationWarning, match=r"pog_prune_paths\(\.\.\., llm=.*width=\.\.\.\) is deprecated: pass .* PathBeam"):
-        kept = await pog_prune_paths(POG_QUESTION, POG_PATHS, strategy="fuzzy+branch+precise", indicator=POG_INDICATOR,
-                                     analysis=POG_ANALYSIS, llm=replay, width=2, w1=80, w2=4, max_depth=3)
-    assert kept == [0, 2] and replay.usage.calls == 3  # the same selection as PathBeam("fuzzy+branch+precise", 2, 80, 4, 3)
-    with pytest.raises(TypeError, match="score_paths\\(\\) got an unexpected keyword argument 'widht'"):
-        await score_paths("q", ["a"], widht=3)
+async def test_the_old_loose_keywords_are_gone_in_0_3():
+    with pytest.raises(TypeError, match="unexpected keyword argument '(method|width)'"):
+        await score_relations("q", ["a.b.c"], method="bm25", width=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'strategy'"):
+        await pog_prune_paths("q", ["a"], strategy="fuzzy")  # type: ignore[call-arg]

@@ -181,21 +181,17 @@ async def test_sbert_ranking_without_an_embedder_is_a_clear_error():
     assert ranked[0][0] == 0 and ranked[0][1] > ranked[1][1]
 
 
-async def test_the_old_engine_constructor_still_works_with_a_warning():
-    from kgfed.engine.config import open_kgs
+async def test_the_old_engine_constructor_is_refused_in_0_3():
+    from kgfed.engine.config import close_kgs, open_kgs
     from kgfed.engine.mcp.service import Engine, ServerOptions
 
     options = ServerOptions(kgs=(KGSpec("wikidata", f"file:{need(DEMO_WIKIDATA)}"),), cache=CacheOptions(enabled=False))
     kgs = open_kgs(list(options.kgs), http=options.http, cache=options.cache)
-    with pytest.warns(DeprecationWarning, match="Engine.open"):
-        engine = Engine(options, kgs)
     try:
-        assert engine.session.client is kgs.client and engine.kgs is kgs
-        data, _ = await engine.labels(["Q42"], None)
-        assert data["labels"][0].label == "Douglas Adams"
+        with pytest.raises(KgfedError, match=r"^Engine\(options, KGs\) was removed in kgfed 0\.3\.0: use Engine\.open"):
+            Engine(options, kgs)
     finally:
-        await engine.aclose()
-    assert kgs.client.closed  # the KGs own their client: closed with them
+        await close_kgs(kgs)
 
 
 async def test_the_llm_on_the_sessions_client_keeps_its_own_retries():

@@ -27,23 +27,10 @@ from .app import main  # noqa: E402
 
 __all__ = ["main"]
 
-# names the 0.1.0 module `kgfed.engine.cli` offered besides `main`; they live in `kgfed.engine.cli.app` now
-_MOVED_TO_APP = frozenset((
-    "FRACTIONS", "Handler", "KgfedParser", "LOADING_TEXT", "PARTIAL_EXIT", "PORTS", "Spinner", "ZERO_ALLOWED",
-    "add_cache_options", "add_source_options", "build_parser", "cache_options", "cmd_demo", "cmd_labels",
-    "cmd_neighbors", "cmd_query", "cmd_relations", "cmd_search", "configure_logging", "emit", "empty_hint",
-    "fraction", "http_options", "nonnegative_int", "open_client", "open_kg", "partial_rows", "port",
-    "positive_float", "positive_int", "warn_unknown"))
 
-
-def __getattr__(name: str):
-    """`from kgfed.engine.cli import build_parser` (0.1.0): the object, with a DeprecationWarning (PEP 562)."""
-    if name not in _MOVED_TO_APP:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import warnings
-
+def __getattr__(name: str) -> object:
+    """The 0.1.0 names of this module (`build_parser`, `open_kg`, …) live in `kgfed.engine.cli.app` (removed here in 0.3.0)."""
     from . import app
 
-    warnings.warn(f"{__name__}.{name} moved to {__name__}.app.{name} in kgfed 0.2.0: import it from {__name__}.app; "
-                  "the old path goes away in kgfed 0.3.0", DeprecationWarning, stacklevel=2)
-    return getattr(app, name)
+    hint = f" (removed in kgfed 0.3.0: import it from {__name__}.app)" if hasattr(app, name) and not name.startswith("_") else ""
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}{hint}")

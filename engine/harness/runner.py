@@ -19,9 +19,8 @@ import os
 import random
 import re
 import time
-import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import InitVar, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +48,7 @@ IN_FLIGHT_PER_LLM_CALL = 2  # with --llm-concurrency N: 2N questions at once by 
 # What the last interrupted run kept (the CLI prints it once, in place of a bare "interrupted").
 interrupted_note: str | None = None
 PRELOAD_BELOW = 100  # load the embedding model in the background when its cache holds fewer vectors (a first run)
-# The option names of 0.2's `RunSpec(kg_options=...)` (deprecated; removed in 0.3) and what each defaulted to.
 _HTTP, _CACHE = HttpOptions(), CacheOptions()
-KG_OPTION_DEFAULTS: dict[str, Any] = {"kg": None, "endpoint": None, "cache_dir": _CACHE.root, "no_cache": not _CACHE.enabled,
-                                      "offline": _CACHE.offline, "timeout": _HTTP.timeout, "concurrency": _HTTP.concurrency,
-                                      "user_agent": _HTTP.user_agent, "contact": _HTTP.contact, "refresh": _CACHE.refresh,
-                                      "max_age": _CACHE.max_age, "partial": None, "fallback": None}
 
 
 def _default_kgs() -> tuple[KGSpec, ...]:
@@ -69,15 +63,12 @@ class RunSpec:
     `kgs` the run's KGs (default: freebase and wikidata, the bundled demo KGs); `http`/`cache` how it
     talks HTTP and caches; `llm` an LLM spec (`toolbox.llm.make_llm`) with `llm_concurrency` calls in
     flight for the whole run (`--llm-concurrency`; None: no cap); `text` a text-source spec;
-    `embeddings_dir` where the sentence vectors live (None: the cache root's).
-
-    `kg_options`, 0.2's dict of CLI option names (`{"kg": ..., "endpoint": [...], "cache_dir": ...}`),
-    still works until 0.3 with a `DeprecationWarning`: it is turned into `kgs`, `http` and `cache`.
+    `embeddings_dir` where the sentence vectors live (None: the cache root's). (0.2's third argument,
+    the `kg_options` dict, was removed in 0.3.0: docs/migration.md.)
     """
 
     method: str
     params: dict[str, Any] = field(default_factory=dict)
-    kg_options: InitVar[Mapping[str, Any] | None] = None
     llm: str = "none"
     text: str | None = None
     embeddings_dir: str | None = None
@@ -86,18 +77,10 @@ class RunSpec:
     http: HttpOptions = _HTTP
     cache: CacheOptions = _CACHE
 
-    def __post_init__(self, kg_options: Mapping[str, Any] | None) -> None:
-        if kg_options is not None:
-            warnings.warn("RunSpec(kg_options={...}) is deprecated: pass kgs=(KGSpec, ...), http=HttpOptions(...) and "
-                          "cache=CacheOptions(...) (kgfed.engine.config); the dict goes away in kgfed 0.3",
-                          DeprecationWarning, stacklevel=3)
-            o = {**KG_OPTION_DEFAULTS, **kg_options}
-            object.__setattr__(self, "kgs", kg_specs(o["kg"], o["endpoint"], partial=o["partial"], fallbacks=o["fallback"]))
-            object.__setattr__(self, "http", HttpOptions(timeout=o["timeout"], user_agent=o["user_agent"],
-                                                         contact=o["contact"], concurrency=o["concurrency"]))
-            object.__setattr__(self, "cache", CacheOptions(root=o["cache_dir"], enabled=not o["no_cache"],
-                                                           offline=bool(o["offline"]), refresh=bool(o["refresh"]),
-                                                           max_age=o["max_age"]))
+    def __post_init__(self) -> None:
+        if isinstance(self.llm, Mapping):  # RunSpec(method, params, {"kg": ...}): 0.2's kg_options
+            raise KgfedError("RunSpec's third argument is the LLM spec: 0.2's kg_options dict was removed in kgfed 0.3.0; "
+                             "pass kgs=(KGSpec, ...), http=HttpOptions(...), cache=CacheOptions(...) (docs/migration.md)")
         if not isinstance(self.kgs, tuple):
             object.__setattr__(self, "kgs", tuple(self.kgs))
         for value, kind in ((self.http, HttpOptions), (self.cache, CacheOptions)):
@@ -120,26 +103,6 @@ class RunSpec:
             embeddings = str(spec.directory("embeddings")) if spec.local else None
         return replace(self, cache=cache, embeddings_dir=embeddings)
 
-    # 0.2's accessors of the dict (deprecated; removed in 0.3): the fields themselves now
-    def kg_specs(self) -> list[KGSpec]:
-        """Deprecated: `spec.kgs`."""
-        _deprecated("kg_specs()", "kgs")
-        return list(self.kgs)
-
-    def http_options(self) -> HttpOptions:
-        """Deprecated: `spec.http`."""
-        _deprecated("http_options()", "http")
-        return self.http
-
-    def cache_options(self) -> CacheOptions:
-        """Deprecated: `spec.cache`."""
-        _deprecated("cache_options()", "cache")
-        return self.cache
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"RunSpec.{old} is deprecated: read RunSpec.{new}; it goes away in kgfed 0.3", DeprecationWarning,
-                  stacklevel=3)
 
 
 def method_class(name: str):

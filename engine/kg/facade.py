@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
 import time
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
@@ -34,14 +33,14 @@ from typing import Any, TypeVar, cast
 from ...cache.options import CacheOptions
 from ...cache.responses import CachedEndpoint, ResponseCache, compact
 from ...endpoints.base import Endpoint
-from ...endpoints.client import DEFAULT_USER_AGENT, TOKEN_ENV, HttpClient
+from ...endpoints.client import TOKEN_ENV, HttpClient
 from ...endpoints.embedded import Bounds, bounded, current_bounds
 from ...endpoints.options import HttpOptions
 from ...endpoints.profiles import resolve_endpoint
 from ...sparql import terms
 from ...sparql.dialects import COMPOUND_SEP, DIALECT_REGISTRY, DIRECTIONS, QUALIFIER_BATCH, Dialect, RelationFilter, SearchMode, check_direction
 from ...sparql.errors import (
-    Closed, EndpointConnectionError, EndpointError, HttpStatusError, InvalidIdentifier, NotAnAnswer, OfflineMiss, RateLimited,
+    Closed, EndpointConnectionError, EndpointError, HttpStatusError, InvalidIdentifier, KgfedError, NotAnAnswer, OfflineMiss, RateLimited,
     UnknownEndpoint, UserAgentRejected,
 )
 from ...sparql.results import SelectResult, Term
@@ -106,36 +105,16 @@ def _fallback_endpoint(item: str, dialect: Dialect, client: HttpClient, kg: str,
     return endpoint
 
 
-# KG.open's keywords of 0.2, folded into `http=`/`cache=` (removed in 0.3)
-_LEGACY_HTTP = ("user_agent", "timeout", "concurrency")
-_LEGACY_CACHE = ("cache_dir", "offline", "refresh", "max_age")
+# KG.open's keywords of 0.2, removed in 0.3.0 (`http=`/`cache=` carry them)
+_REMOVED_OPEN = ("client", "user_agent", "timeout", "concurrency", "cache_dir", "offline", "refresh", "max_age")
 
 
-def _legacy_open_options(options: dict, http, cache) -> tuple:
-    """Pop KG.open's 0.2 keywords from `options` (one `DeprecationWarning`) and fold them into `http`/`cache`.
-
-    `offline`/`refresh`/`max_age` keep their 0.2 meaning whatever `cache` is (a `ResponseCache` too;
-    `max_age=None` never stale), so they come back as the KG's own policy."""
-    given = [k for k in ("client", *_LEGACY_HTTP, *_LEGACY_CACHE) if k in options]
-    if not given:
-        return http, cache, {}
-    import warnings
-
-    warnings.warn(f"KG.open({', '.join(k + '=' for k in given)}) is deprecated: pass http=HttpOptions(...) or the run's "
-                  "HttpClient, and cache=CacheOptions(...) (kgfed.engine.config); the old keywords go away in kgfed 0.3",
-                  DeprecationWarning, stacklevel=3)
-    client = options.pop("client", None)
-    http = client if client is not None and http is None else http
-    legacy_http = {k: options.pop(k) for k in _LEGACY_HTTP if k in options}
-    if legacy_http and not isinstance(http, HttpClient):
-        if legacy_http.get("user_agent") == DEFAULT_USER_AGENT:
-            legacy_http["user_agent"] = None  # 0.2's default: kgfed's own User-Agent around the contact
-        http = replace(http if isinstance(http, HttpOptions) else HttpOptions(), **legacy_http)
-    policy = {k: options.pop(k) for k in ("offline", "refresh", "max_age") if k in options}
-    root = options.pop("cache_dir", None)  # 0.2: the directory of the KG's own cache (not with cache=False or a store)
-    if root is not None and (cache is True or isinstance(cache, CacheOptions)):
-        cache = replace(cache if isinstance(cache, CacheOptions) else CacheOptions(), root=os.fspath(root))
-    return http, cache, policy
+def _refuse_removed_options(options: dict) -> None:
+    """A one-line error for KG.open's 0.2 keywords (docs/migration.md)."""
+    given = [k for k in _REMOVED_OPEN if k in options]
+    if given:
+        raise KgfedError(f"KG.open({', '.join(k + '=' for k in given)}) was removed in kgfed 0.3.0: pass "
+                         "http=HttpOptions(...) or the run's HttpClient, and cache=CacheOptions(...) (docs/migration.md)")
 
 
 def _sequence(items, what: str, example: str) -> list:
@@ -221,9 +200,9 @@ class KG:
         while the endpoint is down or keeps failing (each answer's `.source` names the endpoint that gave it).
 
         The keywords of 0.2 (`cache_dir`, `offline`, `refresh`, `max_age`, `user_agent`, `timeout`,
-        `concurrency`, `client`) still work until 0.3, with a `DeprecationWarning`.
+        `concurrency`, `client`) were removed in 0.3.0: a one-line error names their replacement.
         """
-        http, cache, policy = _legacy_open_options(options, http, cache)
+        _refuse_removed_options(options)
         if isinstance(http, HttpClient):
             client, owned = http, False
         else:  # built here from HttpOptions: closed with the KG
@@ -237,7 +216,7 @@ class KG:
         own_cache = shared is None and cache.enabled
         store = shared if shared is not None else ResponseCache(cache.root) if own_cache else None
         policy = {"offline": cache.offline, "refresh": cache.refresh,
-                  "max_age": "auto" if cache.max_age is None else cache.max_age, **policy}
+                  "max_age": "auto" if cache.max_age is None else cache.max_age}
         kg = cls(endpoint, chosen, name=name, cache=store, client=client if owned else None,
                  own_cache=own_cache, fallbacks=backups, **policy, **options)
         memory = http.query_memory_mb if isinstance(http, HttpOptions) else HttpOptions().query_memory_mb

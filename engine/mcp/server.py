@@ -24,19 +24,17 @@ instructions, `kgfed://kgs`, tool errors) passes through `kgfed.sparql.secrets.r
 
 The package is split by concern: `schemas` (limits and the tools' result models), `service` (`Engine`,
 `ServerOptions`, the path finder), `wiring` (the MCP tools, resources, prompt and transports: it imports
-the `mcp` SDK at top level, so import this module only from the `kgfed mcp` handler). This module keeps
-the names the one-module server offered.
+the `mcp` SDK at top level, so import this module only from the `kgfed mcp` handler). This module is the
+server's front door: `serve`, `build_server`, `Engine`, `ServerOptions` and the result models. The read-only
+guard's names (`check_read_only`, `ServicePolicy`, …) and the private helpers it re-exported until 0.3.0 live in
+`kgfed.sparql.guard` and the modules above (docs/migration.md).
 """
 from __future__ import annotations
 
-from ...sparql.guard import BUILTIN_SERVICE_PREFIX, MAX_QUERY_CHARS, WDQS_PREFIXES, ServicePolicy, check_read_only
 from .schemas import *  # noqa: F403
 from .schemas import __all__ as _schema_names
-# the private names stay importable from here for code written against the one-module server
-from .service import Engine, ServerOptions, _cost, _http_parts, _partial, _short, connecting_paths, relation_vocabulary  # noqa: F401
-from .wiring import (INSTRUCTIONS, READ_ONLY, SHUTDOWN_GRACE, KgfedMCP, Progress, _check_port, _guard, _one_line,  # noqa: F401
-                     _serve_http, build_server, log, serve)  # noqa: F401
+from .service import Engine, ServerOptions, connecting_paths, relation_vocabulary
+from .wiring import INSTRUCTIONS, READ_ONLY, SHUTDOWN_GRACE, KgfedMCP, Progress, build_server, serve
 
-__all__ = [*_schema_names, "BUILTIN_SERVICE_PREFIX", "MAX_QUERY_CHARS", "WDQS_PREFIXES", "ServicePolicy",
-           "check_read_only", "Engine", "ServerOptions", "connecting_paths", "relation_vocabulary", "INSTRUCTIONS",
+__all__ = [*_schema_names, "Engine", "ServerOptions", "connecting_paths", "relation_vocabulary", "INSTRUCTIONS",
            "READ_ONLY", "SHUTDOWN_GRACE", "KgfedMCP", "Progress", "build_server", "serve"]

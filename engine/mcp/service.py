@@ -71,14 +71,10 @@ class Engine:
     """The session (KGs, client, stores, text source, LLM, embedder), aligner and methods one `kgfed mcp` run
     shares across MCP sessions."""
 
-    def __init__(self, options: ServerOptions, session: Session | Mapping[str, Any]):
-        if not isinstance(session, Session):  # 0.2's Engine(options, kgs): the KGs as open_kgs returned them
-            import warnings
-
-            warnings.warn("Engine(options, kgs) is deprecated: use Engine.open(options) or Engine(options, session)",
-                          DeprecationWarning, stacklevel=2)
-            session = Session.around(session, http=options.http, cache=options.cache, llm=options.llm,
-                                     llm_concurrency=options.llm_concurrency, text=_text_spec(options))
+    def __init__(self, options: ServerOptions, session: Session):
+        if not isinstance(session, Session):  # 0.2's Engine(options, kgs), removed in 0.3.0
+            raise KgfedError(f"Engine(options, {type(session).__name__}) was removed in kgfed 0.3.0: use Engine.open(options) "
+                             "or Engine(options, session) (docs/migration.md)")
         self.options = options
         self.session = session
         self.kgs = session.kgs  # over the session's one HttpClient, closed with it

@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import re
 import time
-import warnings
-from abc import ABC, ABCMeta, abstractmethod
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from ...cache.costs import track
 from ...sparql.errors import KgfedError
 from ..kg.facade import KG
 from ..toolbox.llm import DEFAULT_MAX_TOKENS, ask, llm_ready, prompt_limits
 from ..kg.model import Edge
-from .params import MethodParams, cast_value, legacy_params, param
+from .params import MethodParams, param
 
-__all__ = ["Method", "MethodParams", "Param", "Result", "Topics", "UNNAMED", "candidate_spans", "link_topics",
+__all__ = ["Method", "MethodParams", "Result", "Topics", "UNNAMED", "candidate_spans", "link_topics",
            "name_topics", "param", "render_path"]
 
 Topics = dict[str, dict[str, str]]  # kg name -> {short id: name}
@@ -99,28 +98,6 @@ def render_path(path: Sequence[Edge]) -> str:
     return " ".join(parts)
 
 
-@dataclass(frozen=True)
-class Param:
-    """One parameter in the old `Method.PARAMS` scheme (deprecated: declare a `MethodParams` dataclass instead).
-
-    `kind` is the default's type (int for a None default); `low` the least number accepted (0 unless given;
-    None: any); `choices` the accepted values (empty: any); None is accepted when the default is None or
-    `none` is set. A `PARAMS` entry may be a bare default, which means `Param(default)`.
-    """
-
-    default: Any
-    kind: type | None = None
-    low: float | None = 0
-    choices: tuple[Any, ...] = ()
-    none: bool = False
-
-    def cast(self, method: str, key: str, value: Any) -> Any:
-        """`value` as this parameter's type (strings from the command line included), or a one-line KgfedError."""
-        kind = self.kind or (type(self.default) if self.default is not None else int)
-        return cast_value(method, key, value, kind=kind, none=self.none or self.default is None, low=self.low,
-                          choices=self.choices)
-
-
 async def name_topics(kgs: Mapping[str, Any], topics: Topics) -> Topics:
     """`topics` ({kg name: {id: name}}) with every id given without a name named by its KG's label (the id
     itself where the KG has none); changed in place and returned."""
@@ -132,30 +109,15 @@ async def name_topics(kgs: Mapping[str, Any], topics: Topics) -> Topics:
                 ids[i] = labels[i].label if i in labels and labels[i].label else i
     return topics
 
-class _MethodType(ABCMeta):
-    """Method's metaclass: only so that the old class-level reads `ToG.PARAMS` / `ToG.ALIASES` still answer."""
 
-    if not TYPE_CHECKING:  # invisible to type checkers: typed code reads `Method.Params`
-        def __getattr__(cls, name: str) -> Any:
-            if name in ("PARAMS", "ALIASES"):
-                warnings.warn(f"{cls.__name__}.{name} is deprecated: read {cls.__name__}.Params (its fields, "
-                              "ALIASES and describe())", DeprecationWarning, stacklevel=2)
-                params = cls.__dict__.get("Params") or cls.Params
-                if name == "ALIASES":
-                    return dict(params.ALIASES)
-                return {s.name: Param(s.default, s.kind, s.bounds.low, s.bounds.choices, s.none)
-                        for s in params.specs().values()}
-            raise AttributeError(f"type object {cls.__name__!r} has no attribute {name!r}")
-
-
-class Method(ABC, metaclass=_MethodType):
+class Method(ABC):
     """A KG reasoning method over one or more KGs; subclasses implement `_answer`.
 
     Parameters are declared once per method, as a frozen dataclass derived from `MethodParams` named by
     `Params` (fields typed, bounded with `param()`, `ALIASES` for the CLI's `width`/`depth` under the paper's
     names). `Method.resolve` builds it from given values (cast, checked, unknown names refused) and the
-    method reads `self.params.width`. The old declaration, `PARAMS` (name → `Param` or bare default) and
-    `ALIASES` on the method class, still works with a DeprecationWarning: a `Params` class is made from it.
+    method reads `self.params.width`. (The old declaration, `PARAMS` and `ALIASES` on the method class, and the
+    reads `Method.PARAMS`, `method.width`, were removed in 0.3.0: docs/migration.md.)
     """
 
     name = "method"
@@ -164,15 +126,6 @@ class Method(ABC, metaclass=_MethodType):
     params: MethodParams
     # prompt kind -> (max_tokens cap, stop sequences), used when the `stop_sequences` parameter is on
     LIMITS: ClassVar[Mapping[str, tuple[int, tuple[str, ...]]]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        declared, aliases = cls.__dict__.get("PARAMS"), cls.__dict__.get("ALIASES")
-        if (declared is not None or aliases is not None) and "Params" not in cls.__dict__:
-            warnings.warn(f"{cls.__name__}: PARAMS/ALIASES on a method class are deprecated: declare a frozen "
-                          "dataclass derived from MethodParams and name it Params (docs/ARCHITECTURE.md)",
-                          DeprecationWarning, stacklevel=2)
-            cls.Params = legacy_params(f"{cls.__name__}Params", cls.Params, declared or {}, aliases)
 
     def __init__(self, kgs: Mapping[str, KG] | KG | Sequence[KG], llm, *, embedder=None, text=None, **params: Any):
         if isinstance(kgs, KG):  # one KG: under its own name (its dialect's unless opened with name=)
@@ -197,15 +150,6 @@ class Method(ABC, metaclass=_MethodType):
         or out of bounds is a one-line KgfedError naming what is accepted.
         """
         return cls.Params.resolve(params, method=cls.name)
-
-    if not TYPE_CHECKING:  # the old reads `method.width`: invisible to type checkers, which see `params`
-        def __getattr__(self, name: str) -> Any:
-            params = self.__dict__.get("params")
-            if params is not None and not name.startswith("_") and name in params.specs():
-                warnings.warn(f"{type(self).__name__}.{name} is deprecated: read .params.{name}", DeprecationWarning,
-                              stacklevel=2)
-                return getattr(params, name)
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def llm_ready(self) -> bool:

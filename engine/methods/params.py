@@ -22,20 +22,16 @@ one), casts and checks each value, and fills in the defaults: every refusal is o
 The instance is what `Method.params` holds, so method code reads `self.params.width`, typed. `describe()`
 lists the fields for the CLI (`--param help`) and the docs.
 
-The dict-like reads of the old scheme (`params["width"]`, `params.get("width")`) still work for one
-release, with a DeprecationWarning.
+The dict-like reads of the old scheme (`params["width"]`, `params.get("width")`) were removed in 0.3.0.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
-import functools
 import json
 import re
 import types
 import typing
-import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar, Union
 
@@ -233,37 +229,6 @@ class MethodParams:
                          "aliases": aliases.get(spec.name, []), "help": spec.bounds.help})
         return rows
 
-    # -- the old dict-like reads (deprecated) ---------------------------------------------------------------
-    def _deprecated(self, how: str) -> None:
-        warnings.warn(f"method parameters are a dataclass now: {how} is deprecated, read params.NAME "
-                      "(or params.as_dict())", DeprecationWarning, stacklevel=3)
-
-    def __getitem__(self, key: str) -> Any:
-        self._deprecated(f"params[{key!r}]")
-        if key not in self.specs():
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self._deprecated(f"params.get({key!r})")
-        return getattr(self, key) if key in self.specs() else default
-
-    def keys(self) -> list[str]:
-        self._deprecated("params.keys()")
-        return list(self.specs())
-
-    def items(self) -> list[tuple[str, Any]]:
-        self._deprecated("params.items()")
-        return list(self.as_dict().items())
-
-    def __iter__(self) -> Iterator[str]:
-        self._deprecated("iterating over params")
-        return iter(self.specs())
-
-    def __contains__(self, key: object) -> bool:
-        self._deprecated("`in params`")
-        return key in self.specs()
-
 
 def _annotation_text(annotation: Any) -> str:
     """`int`, `int | None`, `tuple[str, ...]`, `WebSearch | None`: an annotation as a reader writes it."""
@@ -287,29 +252,6 @@ def shown(value: Any) -> str:
     return repr(value)
 
 
-def legacy_params(name: str, base: type[MethodParams], declared: Mapping[str, Any],
-                  aliases: Mapping[str, str] | None) -> type[MethodParams]:
-    """A `MethodParams` class from the old `PARAMS` mapping (name → `Param` or bare default) and `ALIASES`.
-
-    A name already in `base` keeps its place and takes the new default; a mutable default gets a factory."""
-    fields: list[tuple[str, Any, Any]] = []
-    for key, spec in declared.items():
-        default, kind, low, choices, none = (spec.default, spec.kind, spec.low, spec.choices, spec.none) \
-            if hasattr(spec, "cast") and hasattr(spec, "default") else (spec, None, 0, (), False)
-        kind = kind or (type(default) if default is not None else int)
-        none = none or default is None
-        meta = {_KEY: Bounds(low, tuple(choices), "", kind, none)}
-        annotation: Any = Any if kind is object else (kind | None if none else kind)
-        if isinstance(default, (dict, list, set)):
-            made = dataclasses.field(default_factory=functools.partial(copy.copy, default), metadata=meta)
-        else:
-            made = dataclasses.field(default=default, metadata=meta)
-        fields.append((key, annotation, made))
-    namespace = {"ALIASES": dict(aliases if aliases is not None else base.ALIASES)}
-    return dataclasses.make_dataclass(name, fields, bases=(base,), frozen=True, namespace=namespace)
-
-
-# -- the docs' parameter tables ------------------------------------------------------------------------------
 DOCS_BLOCK = re.compile(r"<!-- params: (\S+) .*?-->\n.*?<!-- /params -->", re.S)
 
 

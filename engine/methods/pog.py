@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -105,12 +104,6 @@ class PoG(Method):
     Params = PoGParams
     params: PoGParams
     LIMITS = POG_LIMITS
-
-    @property
-    def p(self) -> PoGParams:
-        """The parameters (deprecated: read `self.params`)."""
-        warnings.warn("PoG.p is deprecated: read .params (params.max_width)", DeprecationWarning, stacklevel=2)
-        return self.params
 
     # -- shared steps (HydraRAG reuses them) --
     async def detect(self, topics: Topics) -> tuple[Graph, list[int]]:

@@ -12,17 +12,14 @@ PoG's beam search adds a `PathBeam` (strategy, W_max, W1, W2, D_max):
     top = await score_relations(q, relations, llm_scoring, entity="Brahui Language")
     keep = await pog_prune_paths(q, paths, llm_scoring, PathBeam("fuzzy+precise"), indicator=cot)
 
-The loose keywords of the old signatures (`method=`, `llm=`, `width=`, `temperature=` …) still work for one
-release, with a DeprecationWarning.
+The loose keywords of the old signatures (`method=`, `llm=`, `width=`, `temperature=` …) were removed in 0.3.0.
 """
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import re
-import warnings
-from collections.abc import Callable, Awaitable, Mapping, Sequence
+from collections.abc import Callable, Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -78,24 +75,6 @@ class PathBeam:
 
 
 SBERT_PATHS = PruneSettings(method="sbert")  # score_paths' default: SBERT similarity, top 3
-_SETTINGS = frozenset(f.name for f in dataclasses.fields(PruneSettings))
-_BEAM = frozenset(f.name for f in dataclasses.fields(PathBeam))
-
-
-def _legacy(function: str, settings: PruneSettings, legacy: Mapping[str, Any], *, allowed: frozenset[str] = _SETTINGS,
-            beam: PathBeam | None = None) -> tuple[PruneSettings, PathBeam | None]:
-    """`settings` (and `beam`) with the old loose keywords applied, warning that they are deprecated."""
-    if not legacy:
-        return settings, beam
-    unknown = sorted(set(legacy) - allowed)
-    if unknown:
-        raise TypeError(f"{function}() got an unexpected keyword argument {unknown[0]!r}")
-    warnings.warn(f"{function}(..., {'=..., '.join(sorted(legacy))}=...) is deprecated: pass the settings as "
-                  "PruneSettings(...)" + (" and PathBeam(...)" if beam is not None else ""), DeprecationWarning, stacklevel=3)
-    settings = dataclasses.replace(settings, **{k: v for k, v in legacy.items() if k in _SETTINGS and not (beam and k in _BEAM)})
-    if beam is not None:
-        beam = dataclasses.replace(beam, **{k: v for k, v in legacy.items() if k in _BEAM})
-    return settings, beam
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -153,7 +132,7 @@ def _uniform_if_zero(scores: list[float]) -> list[float]:
 
 
 async def score_relations(question: str, relations: Sequence[str], settings: PruneSettings = PruneSettings(), *,
-                          entity: str = "", wiki: bool = False, **legacy: Any) -> list[tuple[str, float]]:
+                          entity: str = "", wiki: bool = False) -> list[tuple[str, float]]:
     """The top-`settings.width` (relation, score) pairs for the question, best first.
 
     Candidates are de-duplicated and sorted first, as ToG does, so the prompt (and its replay key)
@@ -161,7 +140,6 @@ async def score_relations(question: str, relations: Sequence[str], settings: Pru
     (ToG itself samples at EXPLORATION_TEMPERATURE). `sbert`/`bm25`: similarity of the question
     to the relation's words, all-zero scores made equal (ToG).
     """
-    settings, _ = _legacy("score_relations", settings, legacy)
     method = _check_method(settings.method)
     candidates = sorted(set(relations))
     if not candidates:
@@ -177,14 +155,13 @@ async def score_relations(question: str, relations: Sequence[str], settings: Pru
 
 
 async def score_entities(question: str, candidates: Sequence[str], settings: PruneSettings = PruneSettings(), *,
-                         relation: str = "", wiki: bool = False, **legacy: Any) -> list[tuple[str, float]]:
+                         relation: str = "", wiki: bool = False) -> list[tuple[str, float]]:
     """(candidate, score) for every candidate name, in the input order, scores summing to 1.
 
     A single candidate scores 1 without a call (ToG). `llm`: ToG's entity-scoring prompt over the
     candidates sorted by name (ToG's order), mapped back; `sbert`/`bm25`: similarity to the question.
     `settings.width` does not apply: every candidate is scored.
     """
-    settings, _ = _legacy("score_entities", settings, legacy)
     method = _check_method(settings.method)
     names = list(candidates)
     if len(names) <= 1:
@@ -206,13 +183,12 @@ async def score_entities(question: str, candidates: Sequence[str], settings: Pru
 
 
 async def score_paths(question: str, paths: Sequence[str], settings: PruneSettings = SBERT_PATHS, *,
-                      query: str | None = None, analysis: str = "", **legacy: Any) -> list[tuple[str, float]]:
+                      query: str | None = None, analysis: str = "") -> list[tuple[str, float]]:
     """The top-`settings.width` (path text, score) pairs, best first.
 
     `sbert`/`bm25`: similarity of `query` (e.g. PoG's thinking indicator; default the question) to
     each path. `llm`: PoG's precise path selection; the i-th chosen path scores 1/(i+1).
     """
-    settings, _ = _legacy("score_paths", settings, legacy)
     method = _check_method(settings.method)
     texts = list(paths)
     if not texts:
@@ -311,7 +287,7 @@ class _Selector:
 
 async def pog_prune_paths(question: str, paths: Sequence[str | Sequence[str]], settings: PruneSettings = PruneSettings(),
                           beam: PathBeam = PathBeam(), *, indicator: str = "", analysis: str = "",
-                          entities: Sequence[str] | None = None, **legacy: Any) -> list[int]:
+                          entities: Sequence[str] | None = None) -> list[int]:
     """Indices of the paths PoG's beam search keeps (at most `beam.width` = W_max), best first.
 
     Strategies (Algorithm 2): `fuzzy` — SBERT top-W_max against the indicator; `fuzzy+precise` —
@@ -326,8 +302,6 @@ async def pog_prune_paths(question: str, paths: Sequence[str | Sequence[str]], s
     `[entity, relation, entity, ...]`. Without an available LLM every LLM step is SBERT top-W. The LLM,
     embedder and LLM call come from `settings` (its `method` and `width` do not apply: `beam` says).
     """
-    settings, found = _legacy("pog_prune_paths", settings, legacy, allowed=_SETTINGS | _BEAM, beam=beam)
-    beam = found or beam
     strategy, width = beam.strategy, beam.width
     if strategy not in POG_STRATEGIES:
         raise KgfedError(f"unknown PoG pruning strategy {strategy!r}: use one of {', '.join(POG_STRATEGIES)}")
