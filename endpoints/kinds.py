@@ -11,7 +11,7 @@ server's type themselves. A kind says:
   Blazegraph `TimeoutException`), and an error that asking again cannot cure (`fixed_errors`: Virtuoso's
   syntax, permission and "transitive start not given" errors, sent as HTTP 500);
 - whether it gets the Wikimedia token (`token`: always, after an authentication challenge, never);
-- which parameter carries a server-side time limit and in which unit (`timeout_parameter`, `timeout_unit`).
+- which parameter carries a server-side time limit, in which form, below which ceiling (`timeout_fields`).
 
 A host is mapped to its kind by `kind_of_host` (the public services by name; anything else is `GENERIC`,
 which recognises every known server's unmistakable answers, since a local Virtuoso or Oxigraph looks like
@@ -160,7 +160,8 @@ class ServerKind:
     wikimedia: bool = False  # Wikimedia's User-Agent policy applies (the contact warning)
     token: TokenRule = "never"  # when the Wikimedia token goes to it
     timeout_parameter: str | None = None  # the request parameter of a server-side time limit
-    timeout_unit: Literal["ms", "s"] = "ms"
+    timeout_format: str = "{ms}"  # its value from the limit in milliseconds (Virtuoso: "5000"; QLever: "5000ms")
+    timeout_below: float | None = None  # seconds: sent only below this (QLever refuses more than its own without a token)
     refusals: tuple[Recogniser, ...] = ()  # answers refusing the client (checked on every answer)
     timeouts: tuple[Recogniser, ...] = ()  # answers that are the server's own timeout (raise QueryTimeout)
     fixed_errors: tuple[Recogniser, ...] = ()  # 5xx answers that asking again cannot cure (not retried)
@@ -181,11 +182,13 @@ class ServerKind:
             recognise(what, host, response)
 
     def timeout_fields(self, milliseconds: int | None) -> dict[str, str]:
-        """The request parameters asking the server to stop the query after `milliseconds` (empty: it takes none)."""
+        """The request parameters asking the server to stop the query after `milliseconds` (empty: it takes none,
+        or the limit is not below what it allows)."""
         if not milliseconds or self.timeout_parameter is None:
             return {}
-        value = str(milliseconds) if self.timeout_unit == "ms" else f"{max(1, round(milliseconds / 1000))}"
-        return {self.timeout_parameter: value}
+        if self.timeout_below is not None and milliseconds >= self.timeout_below * 1000:
+            return {}
+        return {self.timeout_parameter: self.timeout_format.format(ms=milliseconds)}
 
 
 WDQS = ServerKind(
@@ -195,20 +198,21 @@ WDQS = ServerKind(
     refusals=(refuse_robot_policy,), timeouts=(blazegraph_timeout,))
 QLEVER = ServerKind(
     "qlever", "QLever: a server time limit answered as HTTP 429 'Operation timed out'; 4 parallel",
-    hosts=("qlever.cs.uni-freiburg.de", "qlever.dev"), concurrency=4, timeouts=(qlever_timeout,))
-# QLever reads `timeout` as its own (seconds, "30s") and refuses one above its default without an access
-# token: kgfed sends it none (timeout_parameter None) until it has a token to send.
+    hosts=("qlever.cs.uni-freiburg.de", "qlever.dev"), concurrency=4, timeouts=(qlever_timeout,),
+    # `timeout` is a ParseableDuration (an integer and a unit); one above the server's own (qlever-control's
+    # default: 30 s) is refused (HTTP 403) without an access token, so only a lower one is sent
+    timeout_parameter="timeout", timeout_format="{ms}ms", timeout_below=30.0)
 WIKIMEDIA_API = ServerKind(
     "wikimedia-api", "a Wikimedia API host (api.php, REST): at most 3 parallel, per-minute budgets",
     hosts=("www.wikidata.org", "en.wikipedia.org"), concurrency=3, concurrency_ceiling=3, request_budget=True,
     wikimedia=True, token="always", refusals=(refuse_robot_policy,))
 VIRTUOSO = ServerKind(
     "virtuoso", "OpenLink Virtuoso: the anytime `timeout` parameter (ms); syntax and permission errors as HTTP 500",
-    timeout_parameter="timeout", timeout_unit="ms", fixed_errors=(virtuoso_fixed_error,))
+    timeout_parameter="timeout", fixed_errors=(virtuoso_fixed_error,))
 OXIGRAPH = ServerKind("oxigraph", "Oxigraph's server: a standard SPARQL 1.1 endpoint, no server-side time limit")
 GENERIC = ServerKind(
     "generic", "an endpoint of unknown software: every known server's unmistakable answers are recognised",
-    timeout_parameter="timeout", timeout_unit="ms", refusals=(refuse_robot_policy,),
+    timeout_parameter="timeout", refusals=(refuse_robot_policy,),
     timeouts=(qlever_timeout, blazegraph_timeout), fixed_errors=(virtuoso_fixed_error,))
 
 KINDS: dict[str, ServerKind] = {kind.name: kind for kind in (WDQS, QLEVER, VIRTUOSO, OXIGRAPH, WIKIMEDIA_API, GENERIC)}

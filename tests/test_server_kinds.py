@@ -57,7 +57,8 @@ def test_each_host_maps_to_its_kind_and_the_polite_caps_come_from_the_kinds():
     assert dict(POLITE_HOSTS) == {"query.wikidata.org": 5, "query-main.wikidata.org": 5, "query-scholarly.wikidata.org": 5,
                                   "www.wikidata.org": 3, "en.wikipedia.org": 3, "qlever.cs.uni-freiburg.de": 4,
                                   "qlever.dev": 4}
-    assert kinds.VIRTUOSO.timeout_fields(5000) == {"timeout": "5000"} and kinds.QLEVER.timeout_fields(5000) == {}
+    assert kinds.VIRTUOSO.timeout_fields(5000) == {"timeout": "5000"} and kinds.QLEVER.timeout_fields(5000) == {"timeout": "5000ms"}
+    assert kinds.QLEVER.timeout_fields(30_000) == {} and kinds.WDQS.timeout_fields(5000) == {}
     assert kinds.OXIGRAPH.timeout_fields(5000) == {} and kinds.VIRTUOSO.timeout_fields(None) == {}
     with pytest.raises(ValueError, match="unknown server kind 'blazegraph': use one of wdqs, qlever"):
         kinds.kind_named("blazegraph")

@@ -94,9 +94,9 @@ async def _settled(coros: Sequence, tolerated: Callable[[BaseException], bool]) 
         while pending:
             _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
             for task in tasks:
-                if task.done() and not task.cancelled() and task.exception() is not None \
-                        and not tolerated(task.exception()):  # type: ignore[arg-type]
-                    raise task.exception()  # type: ignore[misc]
+                failure = task.exception() if task.done() and not task.cancelled() else None
+                if failure is not None and not tolerated(failure):
+                    raise failure
         return [task.exception() or task.result() for task in tasks]
     finally:
         rest = [task for task in tasks if not task.done()]
