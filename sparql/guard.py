@@ -287,8 +287,8 @@ def analyse(query: str, policy: ServicePolicy = ServicePolicy(), max_rows: int =
         raise InvalidQuery(f"not valid SPARQL: expected SELECT or ASK, found {_short(toks[i].text, 30)!r} "
                            "(Virtuoso-dialect gold queries: pass rewrite=true)")
     body = toks[i:]
-    _clauses(body)
     _vendor_names(toks, prefixes)
+    _clauses(body)
     _check_functions(toks, {**_FUNCTION_PREFIXES, **prefixes}, XSD_CASTS | frozenset(functions))
     services = _services(body, prefixes, policy)
     if form == "ASK":
@@ -358,7 +358,8 @@ def _vendor_names(toks: list[Token], prefixes: Mapping[str, str]) -> None:
         else:
             continue
         if vendor:
-            raise InvalidQuery(f"{_short(tok.text, 60)} is refused: bif:, sql: and java: names run the server's own "
+            name = _short(tok.text, 60) + (f" (<{_short(iri, 60)}>)" if tok.kind == "PNAME" and iri else "")
+            raise InvalidQuery(f"{name} is refused: bif:, sql: and java: names run the server's own "
                                "code (Virtuoso's bif:http_get reaches any URL); use SPARQL 1.1's built-in functions")
 
 
