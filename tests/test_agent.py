@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kgfed.cache.costs import track
+from kgfed.cache.costs import headline, hop_floor, track
 from kgfed.engine.agent.tools import PROFILES, ToolContext, ToolError, check_arguments, get_profile
 from kgfed.engine.config import CacheOptions, KGSpec, kg_specs
 from kgfed.engine.harness.datasets import load_dataset
@@ -191,6 +191,20 @@ def test_gold_drives_the_agent_on_cwq(tmp_path):
     assert cost["tool_calls"] >= 40 and cost["llm_calls"] >= 80 and cost["input_tokens"] > 0
     first = json.loads((tmp_path / "agent.jsonl").read_text().splitlines()[0])
     assert first["cost"]["llm_calls"] >= 2
+    head = summary["per_question"]  # the cost of a question as a headline (cache.costs.headline)
+    assert set(head) == {"llm_calls", "tokens", "tool_calls", "sparql_requests", "requests_sent", "kg_seconds", "seconds",
+                         "above_hop_floor"}
+    assert head["llm_calls"] == cost["llm_calls"] / 40 and 1 <= head["tool_calls"] < 7 and head["kg_seconds"] > 0
+    costs = [json.loads(line) for line in Path(summary["costs"]).read_text().splitlines()]
+    assert len(costs) == 40 and all(c["hops"] >= 1 and c["above_hop_floor"] >= 0 and c["tool_calls"] >= 1 for c in costs)
+
+
+def test_hop_floor_and_headline():
+    assert hop_floor({"sparql_queries": 7}, 2) == {"hops": 2, "above_hop_floor": 3}
+    assert hop_floor({"sparql_queries": 1}, 3) == {"hops": 3, "above_hop_floor": 0}
+    head = headline({"llm_calls": 6, "input_tokens": 100, "output_tokens": 20, "sparql_queries": 4, "seconds": 3.0}, 2)
+    assert (head["llm_calls"], head["tokens"], head["sparql_requests"], head["seconds"], head["tool_calls"]) == (3, 60, 2, 1.5, 0)
+    assert headline({"llm_calls": 1}, 0)["llm_calls"] == 0.0
 
 
 def test_gold_drives_the_agent_on_wikidata_alone(tmp_path):

@@ -328,6 +328,6 @@ class ToolProfile:
                 ids.append(text)
                 text = ctx.names[text]
             else:
-                ids += [i for i, n in ctx.names.items() if n == text][:1]
+                ids += [i for i, n in ctx.names.items() if n == text]  # the same name on each KG (federation)
             names.append(text)
         return list(dict.fromkeys(names)), list(dict.fromkeys(ids))
