@@ -2,23 +2,20 @@
 HttpClient, so two KGs on one host never exceed the host's cap together and one 429 pauses both."""
 from __future__ import annotations
 
-import argparse
 import asyncio
 import re
 import time
 
-
 from kgfed.endpoints.client import POLITE_HOSTS, HttpClient
 from kgfed.endpoints.transport import MockTransport, Request, Response
-from kgfed.engine.cli.federation import close_kgs, open_kgs
-from kgfed.engine.config import CacheOptions, kg_specs
-from kgfed.engine.harness.runner import KG_OPTION_DEFAULTS, RunSpec, Runtime
+from kgfed.engine.config import CacheOptions, HttpOptions, close_kgs, kg_specs, open_kgs
+from kgfed.engine.harness.runner import RunSpec, Runtime
 
 from .live_services import no_user_config  # noqa: F401 (autouse)
 
 _PROJECTION = re.compile(r"SELECT\s+(?:DISTINCT\s+)?((?:\?\w+\s*)+)WHERE", re.IGNORECASE)
-FEDERATION = {"kg": "wikidata,freebase", "endpoint": ["wikidata=qlever-wikidata", "freebase=qlever-freebase"],
-              "no_cache": True}
+FEDERATION = {"kg": "wikidata,freebase", "endpoint": ["wikidata=qlever-wikidata", "freebase=qlever-freebase"]}
+NO_CACHE = CacheOptions(enabled=False)
 
 
 class Host:
@@ -46,7 +43,7 @@ class Host:
 
 def federation(host: Host):
     http = HttpClient(transport=MockTransport(host), contact="me@example.org", backoff=0.01)
-    kgs = open_kgs(argparse.Namespace(**{**KG_OPTION_DEFAULTS, **FEDERATION}), client=http)
+    kgs = open_kgs(kg_specs(FEDERATION["kg"], FEDERATION["endpoint"]), cache=NO_CACHE, client=http)
     return http, kgs
 
 
@@ -85,7 +82,7 @@ async def test_one_429_pauses_both_kgs():
 
 
 async def test_open_kgs_makes_one_client_and_closes_it():
-    kgs = open_kgs(argparse.Namespace(**{**KG_OPTION_DEFAULTS, **FEDERATION, "concurrency": 2}))
+    kgs = open_kgs(kg_specs(FEDERATION["kg"], FEDERATION["endpoint"]), http=HttpOptions(concurrency=2), cache=NO_CACHE)
     client = kgs.client
     assert kgs["wikidata"].endpoint.inner.client is kgs["freebase"].endpoint.inner.client is client
     assert client.limit_for("qlever.dev") == 2
@@ -110,9 +107,8 @@ async def test_fallbacks_share_the_runs_client_and_its_per_host_caps():
     whose fallback is on qlever.dev together with another KG served from there."""
     host = Host()
     http = HttpClient(transport=MockTransport(host), contact="me@example.org", backoff=0.01, retries=0)
-    kgs = open_kgs(argparse.Namespace(**{**KG_OPTION_DEFAULTS, **FEDERATION, "endpoint": [
-        "wikidata=https://query.wikidata.org/sparql", "freebase=qlever-freebase"], "fallback": ["wikidata=qlever-wikidata"]}),
-        client=http)
+    kgs = open_kgs(kg_specs(FEDERATION["kg"], ["wikidata=https://query.wikidata.org/sparql", "freebase=qlever-freebase"],
+                            fallbacks=["wikidata=qlever-wikidata"]), cache=NO_CACHE, client=http)
     try:
         wikidata = kgs["wikidata"]
         assert wikidata.endpoints == ["https://query.wikidata.org/sparql", "https://qlever.dev/api/wikidata"]
