@@ -129,6 +129,10 @@ class LocalLLM(OpenAICompatibleLLM):
         await self.start()
         return await super()._complete(prompt, temperature=temperature, max_tokens=max_tokens, system=system, stop=stop)
 
+    async def _chat(self, messages, *, tools, temperature: float, max_tokens: int, stop: list[str] | None = None):
+        await self.start()  # a tool conversation (the agent method) starts the server too
+        return await super()._chat(messages, tools=tools, temperature=temperature, max_tokens=max_tokens, stop=stop)
+
     def _kill(self) -> None:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:

@@ -90,17 +90,27 @@ async def search(args: dict[str, Any], ctx: ToolContext) -> str:
     note = f"\nNot {args['direction']} properties of {ident}: {', '.join(map(clean, unknown))}" if unknown else ""
     if not relations:
         return f"{head}: none" + note
-    edges = await ctx.timed(kg.neighbors_many([(ident, r.relation, direction) for r in relations], limit=ROW_CAP))
+    edges = await ctx.timed(kg.neighbors_many([(ident, r.relation, direction) for r in relations], limit=ROW_CAP + 1))
     rows = [(rel, edge) for rel in relations for edge in edges[(ident, rel.relation, direction)]]
     if args.get("properties") is None and len(rows) > SUMMARY_OVER:
-        counts = Counter(rel.relation for rel, _ in rows)
-        summary = [(_property(rel), str(counts[rel.relation])) for rel in relations if counts[rel.relation]]
-        return (f"{head}: {len(rows)} neighbours, more than {SUMMARY_OVER}; their properties (call search again "
-                f"with properties=[...] to see the neighbours):\n" + _table(("property", "neighbours"), summary) + note)
+        return _summary(head, relations, rows) + note
+    more = len(rows) > ROW_CAP
     shown = [_row(ctx, rel, edge) for rel, edge in rows[:ROW_CAP]]
-    cut = f"\n(the first {ROW_CAP} of {len(rows)} rows)" if len(rows) > ROW_CAP else ""
+    cut = f"\n(the first {ROW_CAP} rows; more exist: ask for fewer properties)" if more else ""
     partial = "\n(partial: the server cut the answer)" if edges.partial else ""
-    return f"{head}: {len(rows)}\n" + _table(("property", "id", "name"), shown) + cut + partial + note
+    return f"{head}: {_count(len(rows))}\n" + _table(("property", "id", "name"), shown) + cut + partial + note
+
+
+def _count(n: int) -> str:
+    return f"more than {ROW_CAP}" if n > ROW_CAP else str(n)
+
+
+def _summary(head: str, relations: list[Relation], rows: list[tuple[Relation, Edge]]) -> str:
+    """Past 50 neighbours: each property with its neighbour count (at most the row cap fetched a property)."""
+    counts = Counter(rel.relation for rel, _ in rows)
+    summary = sorted((_property(rel), _count(counts[rel.relation])) for rel in relations if counts[rel.relation])
+    return (f"{head}: {_count(len(rows))} neighbours, more than {SUMMARY_OVER}; their properties (call search again "
+            f"with properties=[...] to see the neighbours):\n" + _table(("property", "neighbours"), summary))
 
 
 class SogProfile(ToolProfile):
