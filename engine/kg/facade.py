@@ -215,10 +215,9 @@ class KG:
         cache = cache if isinstance(cache, CacheOptions) else CacheOptions(enabled=cache is True or shared is not None)
         own_cache = shared is None and cache.enabled
         store = shared if shared is not None else ResponseCache(cache.root) if own_cache else None
-        policy = {"offline": cache.offline, "refresh": cache.refresh,
-                  "max_age": "auto" if cache.max_age is None else cache.max_age}
-        kg = cls(endpoint, chosen, name=name, cache=store, client=client if owned else None,
-                 own_cache=own_cache, fallbacks=backups, **policy, **options)
+        max_age: float | str = "auto" if cache.max_age is None else cache.max_age
+        kg = cls(endpoint, chosen, name=name, cache=store, client=client if owned else None, own_cache=own_cache,
+                 fallbacks=backups, offline=cache.offline, refresh=cache.refresh, max_age=max_age, **options)
         memory = http.query_memory_mb if isinstance(http, HttpOptions) else HttpOptions().query_memory_mb
         kg.query_bounds = Bounds(timeout=float(client.timeout), memory_mb=memory)
         return kg

@@ -132,7 +132,7 @@ def build_server(engine: Engine) -> MCPServer:
     from ..methods import method_names
 
     global MethodName
-    MethodName = Literal[tuple(method_names())]
+    MethodName = Literal.__getitem__(tuple(method_names()))  # Literal["tog", "tog2", ...]
     kg_list = redact(", ".join(f"{n} ({g.dialect.name}: {g.endpoint.name})" for n, g in engine.kgs.items()))
     from importlib.metadata import PackageNotFoundError, version
 
