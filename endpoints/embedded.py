@@ -22,23 +22,25 @@ import contextlib
 import hashlib
 import logging
 import os
+import signal
 import struct
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from ..sparql.errors import Closed, EndpointError, EndpointTimeout, UnknownEndpoint
-from ..sparql.results import RDF_LANG_STRING, SelectResult, Term, ask_result, parse_sparql_json
-from .options import DEFAULT_QUERY_MEMORY_MB, DEFAULT_QUERY_WORKERS, DEFAULT_TIMEOUT
-from .transport import MAX_BODY_BYTES
+from ..sparql.results import RDF_LANG_STRING, AnswerBudget, SelectResult, Term, ask_result, parse_sparql_json
+from .bounds import _BOUNDS, MAX_BODY_BYTES, Bounds, bounded, current_bounds
+from .options import DEFAULT_QUERY_MEMORY_MB, DEFAULT_QUERY_WORKERS
+
+__all__ = ["EmbeddedEndpoint", "QueryWorkers", "Bounds", "bounded", "current_bounds", "load_store", "content_digest",
+           "resolve_paths", "stop_query_workers"]
 
 log = logging.getLogger("kgfed.embedded")
 
@@ -211,7 +213,7 @@ class EmbeddedEndpoint:
             raise Closed(f"{self.name} is closed: open a new KG")
         limits = _BOUNDS.get()
         if limits is not None:
-            return await self._workers_for(limits).select(query, limits.timeout, limits.max_bytes)
+            return await self._workers_for(limits).select(query, limits.timeout, limits.max_bytes, limits.budget())
         template = "VALUES" in query
         if template and self._store is not None and self._typical < self.inline_below:
             return self._timed(query)
@@ -243,40 +245,11 @@ class EmbeddedEndpoint:
 
 
 # -- bounded queries in killable worker processes --------------------------------------------------
-@dataclass(frozen=True)
-class Bounds:
-    """Limits of an untrusted caller's query: seconds, extra memory of its worker, workers per store, bytes of
-    its answer (defaults: `endpoints.options`, the HTTP transport's body cap)."""
-
-    timeout: float = DEFAULT_TIMEOUT
-    memory_mb: int = DEFAULT_QUERY_MEMORY_MB
-    workers: int = DEFAULT_QUERY_WORKERS
-    max_bytes: int = MAX_BODY_BYTES
-
-
-_BOUNDS: ContextVar[Bounds | None] = ContextVar("kgfed_embedded_bounds", default=None)
-
-
-@contextlib.contextmanager
-def bounded(timeout: float = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_QUERY_MEMORY_MB,
-            workers: int = DEFAULT_QUERY_WORKERS, max_bytes: int = MAX_BODY_BYTES) -> Iterator[Bounds]:
-    """Queries an embedded store gets inside this block run in a killable worker process under these limits
-    (tasks started inside inherit it). HTTP endpoints ignore it: the server and `--timeout` bound them."""
-    limits = Bounds(float(timeout), int(memory_mb), max(1, int(workers)), max(1, int(max_bytes)))
-    token = _BOUNDS.set(limits)
-    try:
-        yield limits
-    finally:
-        _BOUNDS.reset(token)
-
-
-def current_bounds() -> Bounds | None:
-    """The limits of the enclosing `bounded(...)` block (None outside one)."""
-    return _BOUNDS.get()
+# `Bounds`, `bounded` and `current_bounds` live in `endpoints.bounds` (HTTP endpoints read them too); kept here by name.
 
 
 class _TooLarge(Exception):
-    """A worker's answer is larger than the caller's `max_bytes` (it is not read)."""
+    """A worker's answer is larger than the caller's `max_bytes` (the worker stopped writing it at the cap)."""
 
     def __init__(self, size: int):
         super().__init__(size)
@@ -287,23 +260,45 @@ def _mib(size: int) -> str:
     return f"{size / 2**20:.3g} MiB"
 
 
+INTERRUPT_GRACE = 1.0  # seconds a worker gets to stop a query its caller gave up on before it is killed
+
+
 class _Worker:
-    """One `oxiworker` child process and its pipes."""
+    """One `oxiworker` child process and its pipes. `owed` is the reply frame still to be read (None: none, -1: its
+    head, else the payload's size): a caller that gave up leaves it, and `settle` reads it before reuse."""
 
     def __init__(self, proc: asyncio.subprocess.Process, note: str):
         self.proc = proc
         self.note = note
+        self.owed: int | None = None
 
     async def ask(self, query: str, max_bytes: int = MAX_BODY_BYTES) -> tuple[bytes, bytes]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
         payload = query.encode("utf-8")
-        self.proc.stdin.write(b"Q" + struct.pack(">I", len(payload)) + payload)
+        self.proc.stdin.write(b"Q" + struct.pack(">IQ", len(payload) + 8, max_bytes) + payload)
+        self.owed = -1
         await self.proc.stdin.drain()
-        head = await self.proc.stdout.readexactly(5)
-        size = struct.unpack(">I", head[1:])[0]
-        if size > max_bytes:  # the worker made it within its memory ceiling; the caller never holds it
-            raise _TooLarge(size)
-        return head[:1], await self.proc.stdout.readexactly(size)
+        kind, body = await self.reply()
+        if kind == b"L":  # the worker stopped writing at the cap: the caller never holds it
+            raise _TooLarge(int(body or b"0"))
+        return kind, body
+
+    async def reply(self) -> tuple[bytes, bytes]:
+        """The frame owed for the last query (its head may have been read already)."""
+        assert self.proc.stdout is not None
+        kind = b"?"
+        if self.owed == -1:
+            head = await self.proc.stdout.readexactly(5)
+            kind, self.owed = head[:1], struct.unpack(">I", head[1:])[0]
+        body = await self.proc.stdout.readexactly(self.owed or 0)
+        self.owed = None
+        return kind, body
+
+    def interrupt(self) -> None:
+        """Ask the worker to stop the query now (SIGUSR1): it replies `I` at its next write."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGUSR1)
 
     def kill(self) -> None:
         """End the process and close its pipes now (no transport is left for the garbage collector to find
@@ -342,12 +337,12 @@ class QueryWorkers:
         self.size = size
         self.memory_mb = memory_mb
         self.name = name
-        self._idle: asyncio.Queue[_Worker | str] | None = None
+        self._idle: asyncio.Queue[_Worker | str | UnknownEndpoint] | None = None
         self._all: set[_Worker] = set()
         self._starting: set[asyncio.Task] = set()
         self._ended: set[_Worker] = set()  # killed workers: their processes are waited for in `aclose`
         self._closed = False
-        self.stats = {"started": 0, "killed": 0, "died": 0}
+        self.stats = {"started": 0, "killed": 0, "died": 0, "interrupted": 0}
         self.load_seconds: list[float] = []
         _ALL_WORKERS.add(self)
 
@@ -365,6 +360,8 @@ class QueryWorkers:
                 await proc.stdin.drain()
             head = await proc.stdout.readexactly(5)
             worker.note = (await proc.stdout.readexactly(struct.unpack(">I", head[1:])[0])).decode()
+            if head[:1] == b"E":  # the worker could not load a file (not valid RDF): its one line
+                raise UnknownEndpoint(worker.note)
         except BaseException:  # cancelled while it loaded (the pool closing): end it and reap it
             worker.kill()
             self._all.discard(worker)
@@ -384,7 +381,9 @@ class QueryWorkers:
         async def start() -> None:
             assert self._idle is not None
             try:
-                worker: _Worker | str = await self._spawn()
+                worker: _Worker | str | UnknownEndpoint = await self._spawn()
+            except UnknownEndpoint as exc:  # a file the worker could not load: every caller hears that, as it is
+                worker = exc
             except (OSError, asyncio.IncompleteReadError) as exc:  # a caller waiting for a worker hears why
                 worker = f"could not start a query worker for {self.name} ({exc.__class__.__name__}: {exc})"
             if self._closed:
@@ -397,56 +396,102 @@ class QueryWorkers:
         self._starting.add(task)
         task.add_done_callback(self._starting.discard)
 
-    def _ensure(self) -> asyncio.Queue[_Worker | str]:
+    def _ensure(self) -> asyncio.Queue[_Worker | str | UnknownEndpoint]:
         if self._idle is None:
             self._idle = asyncio.Queue()
             for _ in range(self.size):
                 self._replace()
         return self._idle
 
-    async def select(self, query: str, timeout: float, max_bytes: int = MAX_BODY_BYTES) -> SelectResult:
-        """The answer from a worker within `timeout` seconds (waiting for a free worker included), at most
-        `max_bytes` of SPARQL-JSON."""
+    async def select(self, query: str, timeout: float, max_bytes: int = MAX_BODY_BYTES,
+                     budget: AnswerBudget | None = None) -> SelectResult:
+        """The answer from a worker within `timeout` seconds of query time, at most `max_bytes` of SPARQL-JSON and
+        `budget` rows and terms. Waiting for a free worker is bounded apart (`_checkout`): a worker being replaced
+        makes a caller wait for it, never fail. A query whose caller gave up or ran out of time is interrupted; its
+        worker is killed only if it does not stop within `INTERRUPT_GRACE` (`_settle`)."""
         if self._closed:
             raise Closed(f"{self.name} is closed: open a new KG")
-        idle = self._ensure()
-        worker: _Worker | None = None
+        worker = await self._checkout(timeout)
         try:
             async with asyncio.timeout(timeout):
-                got = await idle.get()
-                if isinstance(got, str):  # its start failed: say so, and try a new one for the next call
-                    self._replace()
-                    raise EndpointError(f"{got}: check the installation (python -m kgfed.endpoints.oxiworker)")
-                worker = got
                 kind, payload = await worker.ask(query, max_bytes)
         except TimeoutError:
-            if worker is None:
-                raise EndpointTimeout(f"every query worker of the embedded store was busy for {timeout:g} s: "
-                                      "try again, or raise --timeout") from None
-            self._discard(worker, "killed")
+            self._settle(worker)
             raise EndpointTimeout(f"the query ran over {timeout:g} s and was stopped: narrow it (a LIMIT, fewer "
                                   "joins, a bounded path) or raise --timeout") from None
         except _TooLarge as exc:
-            assert worker is not None
-            self._discard(worker, "killed")
-            raise EndpointError(f"the query's answer passed {_mib(max_bytes)} ({_mib(exc.size)}; the cap of any "
-                                "answer, as for HTTP endpoints) and was not read: ask for less (a LIMIT, fewer "
-                                "variables)") from None
+            self._release(worker)
+            raise EndpointError(f"the query's answer passed {_mib(max_bytes)} (the cap of one answer; {_mib(exc.size)} "
+                                "when it was stopped) and was not read: ask for less (a LIMIT, fewer variables)") from None
         except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError):
-            assert worker is not None
             code = await worker.proc.wait()
             self._discard(worker, "died")
-            raise EndpointError(f"the query needed more than the {self.memory_mb} MB query memory ceiling and was "
-                                f"stopped (worker exit {code}): narrow it (a LIMIT, fewer joins, a bounded path) "
-                                "or raise --query-memory") from None
+            raise EndpointError(self._death(code)) from None
         except BaseException:  # the caller gave up (cancelled): its query must not run on
-            if worker is not None:
-                self._discard(worker, "killed")
+            self._settle(worker)
             raise
-        idle.put_nowait(worker)
+        self._release(worker)
         if kind == b"E":
             raise EndpointError(payload.decode("utf-8", "replace"))
-        return parse_sparql_json(payload, source=self.name)
+        if len(payload) <= 1 << 20:
+            return parse_sparql_json(payload, source=self.name, budget=budget)
+        return await asyncio.to_thread(parse_sparql_json, payload, source=self.name, budget=budget)
+
+    async def _checkout(self, timeout: float) -> _Worker:
+        """An idle worker within `timeout` seconds, plus the slowest load so far while one is being started (a
+        replacement reloads the store: a caller waits for it rather than fail)."""
+        idle = self._ensure()
+        try:
+            async with asyncio.timeout(timeout) as deadline:
+                while True:
+                    if self._starting and self.load_seconds:  # a replacement is on its way: wait for it too
+                        deadline.reschedule(max(deadline.when() or 0, asyncio.get_running_loop().time()
+                                                + max(self.load_seconds)))
+                    got = await idle.get()
+                    if isinstance(got, UnknownEndpoint):  # the file itself is bad: no new worker would load it
+                        idle.put_nowait(got)
+                        raise UnknownEndpoint(str(got))
+                    if isinstance(got, str):  # its start failed: say so, and try a new one for the next call
+                        self._replace()
+                        raise EndpointError(f"{got}: check the installation (python -m kgfed.endpoints.oxiworker)")
+                    if got.proc.returncode is None:
+                        return got
+                    self._discard(got, "died")  # died while idle: its replacement is on the way
+        except TimeoutError:
+            raise EndpointTimeout(f"every query worker of the embedded store was busy for {timeout:g} s: "
+                                  "try again, or raise --timeout") from None
+
+    def _release(self, worker: _Worker) -> None:
+        if self._closed:
+            worker.kill()
+        elif self._idle is not None:
+            self._idle.put_nowait(worker)
+
+    def _settle(self, worker: _Worker) -> None:
+        """Interrupt the worker's query and take it back once it replies; kill it if it does not within the grace."""
+        worker.interrupt()
+
+        async def settle() -> None:
+            try:
+                async with asyncio.timeout(INTERRUPT_GRACE):
+                    await worker.reply()
+            except BaseException:  # still evaluating (or gone): end it, a fresh worker takes its place
+                self._discard(worker, "killed")
+                return
+            self.stats["interrupted"] += 1
+            self._release(worker)
+
+        task = asyncio.get_running_loop().create_task(settle())
+        self._starting.add(task)
+        task.add_done_callback(self._starting.discard)
+
+    def _death(self, code: int) -> str:
+        """Why a worker died under a query, in one line."""
+        if self._closed or code == -signal.SIGINT:
+            return ("the query was stopped because kgfed is shutting down (an interrupt, Ctrl-C or a stop); run it "
+                    "again once the server is back")
+        return (f"the query needed more than the {self.memory_mb} MB query memory ceiling and was stopped (worker "
+                f"exit {code}): narrow it (a LIMIT, fewer joins, a bounded path) or raise --query-memory")
 
     def _discard(self, worker: _Worker, why: str) -> None:
         worker.kill()

@@ -6,13 +6,16 @@ from typing import Literal as TypingLiteral
 from urllib.parse import urlsplit
 
 from ..sparql.errors import EndpointError, HttpStatusError, NotAnAnswer, PartialResult
-from ..sparql.results import SelectResult, parse_sparql_json
+from ..sparql.results import AnswerBudget, SelectResult, parse_sparql_json
 from ..sparql.secrets import redact, split_credentials
+from .bounds import answer_budget, current_bounds
 from .client import HttpClient, Response, first_line
 
 ACCEPT = "application/sparql-results+json"
 ServerKind = TypingLiteral["virtuoso", "qlever", "wdqs", "oxigraph", "generic"]
-SENDS_TIMEOUT = {"virtuoso", "generic"}  # servers that get Virtuoso's `timeout` parameter when one is set
+SENDS_TIMEOUT = {"virtuoso", "generic"}  # servers that get Virtuoso's `timeout` parameter (milliseconds)
+QLEVER_DEFAULT_TIMEOUT = 30.0  # seconds: qlever-control's default; a `timeout` above a server's own is a 403 without a token
+_PARSE_INLINE = 1 << 20  # bytes: a larger answer is parsed in a thread, so the event loop keeps serving other calls
 _QLEVER_HOSTS = {"qlever.dev", "qlever.cs.uni-freiburg.de"}
 PartialPolicy = TypingLiteral["error", "retry", "allow", "report"]
 PARTIAL_POLICIES = ("error", "retry", "allow", "report")
@@ -68,11 +71,20 @@ class HttpEndpoint:
         self.requests = 0
         self.server: ServerKind = server or server_kind(url)
 
+    def server_timeout_ms(self) -> int | None:
+        """The time limit the server is told, in ms: `timeout_ms` if set, else the caller's `bounded(timeout=...)`,
+        else the client's timeout: the server stops a query when kgfed stops waiting for it."""
+        if self.timeout_ms:
+            return self.timeout_ms
+        limits = current_bounds()
+        seconds = limits.timeout if limits is not None else getattr(self.client, "timeout", None)
+        return int(seconds * 1000) if seconds else None
+
     async def select(self, query: str) -> SelectResult:
         """The answer to `query`, under the partial policy (see the class docstring)."""
         if self.partial not in PARTIAL_POLICIES:
             raise EndpointError(f"unknown partial policy {self.partial!r}: use error, retry or allow")
-        timeout_ms = self.timeout_ms
+        timeout_ms = self.server_timeout_ms()
         attempts = 1
         while True:
             result = await self._send(query, timeout_ms)
@@ -96,28 +108,25 @@ class HttpEndpoint:
     async def _send(self, query: str, timeout_ms: int | None) -> SelectResult:
         """One request; the answer must be a SPARQL JSON results document, or a typed error says why not.
 
-        Only Virtuoso (and unknown servers, where the caller asked for it) get the `timeout` parameter:
-        QLever reads `timeout` as its own and rejects one above its default without an access token.
+        The server is told the time limit where it takes one (`_limit_fields`), so a query kgfed gives up on
+        stops there too. The answer is parsed under the caller's `AnswerBudget` (rows and terms, counted as
+        they are built); a large one in a thread, off the event loop.
         """
         fields = {"query": query}
         if self.default_graph:
             fields["default-graph-uri"] = self.default_graph
-        if timeout_ms and self.server in SENDS_TIMEOUT:
-            fields["timeout"] = str(timeout_ms)  # Virtuoso's anytime limit
-        headers = self.request_headers()
-        self.requests += 1
-        if len(query) <= self.post_threshold:
-            response = await self.client.request("GET", self.url, params=fields, headers=headers)
-        else:
-            response = await self.client.request("POST", self.url, data=fields, headers=headers)
+        limited = {**fields, **self._limit_fields(timeout_ms)}
+        response = await self._request(limited)
         host = urlsplit(self.url).netloc
+        if response.status == 403 and limited != fields and "timeout" in response.text().lower():
+            response = await self._request(fields)  # a QLever whose own limit is lower than ours: it bounds the query
         if response.status >= 400:
             raise HttpStatusError(
                 f"{host} rejected the query with HTTP {response.status}: {first_line(response.text())}",
                 status=response.status,
             )
         _require_results_document(host, response)
-        result = parse_sparql_json(response.body, source=host)
+        result = await self._parse(response.body, host)
         state = response.headers.get("X-SQL-State", "")
         if state.upper() == "S1TAT":
             result.partial = True
@@ -127,6 +136,38 @@ class HttpEndpoint:
             result.note = (f"result cut at the server's cap of {response.headers['X-SPARQL-MaxRows']} rows "
                            "(ResultSetMaxRows): add LIMIT/OFFSET paging")
         return result
+
+    def _limit_fields(self, timeout_ms: int | None) -> dict[str, str]:
+        """The server's own time limit as a request parameter: Virtuoso's (and unknown servers') `timeout` in ms
+        (its anytime limit), QLever's `timeout` (`NNNms`) below its default of 30 s (a higher one needs an access
+        token: QLever bounds the query by its own limit then); WDQS stops queries at its own 60 s and takes none."""
+        if not timeout_ms:
+            return {}
+        if self.server in SENDS_TIMEOUT:
+            return {"timeout": str(timeout_ms)}
+        if self.server == "qlever" and timeout_ms < QLEVER_DEFAULT_TIMEOUT * 1000:
+            return {"timeout": f"{timeout_ms}ms"}  # ParseableDuration: an integer and a unit
+        return {}
+
+    async def _request(self, fields: dict[str, str]) -> Response:
+        headers = self.request_headers()
+        self.requests += 1
+        if len(fields["query"]) <= self.post_threshold:
+            return await self.client.request("GET", self.url, params=fields, headers=headers)
+        return await self.client.request("POST", self.url, data=fields, headers=headers)
+
+    async def _parse(self, body: bytes, host: str) -> SelectResult:
+        budget = answer_budget(self.budget())
+        if len(body) <= _PARSE_INLINE:
+            return parse_sparql_json(body, source=host, budget=budget)
+        import asyncio
+
+        return await asyncio.to_thread(parse_sparql_json, body, source=host, budget=budget)
+
+    def budget(self) -> AnswerBudget:
+        """This endpoint's answer budget outside a caller's `bounded(...)` block: its client's (`HttpOptions.max_rows`
+        and `max_terms`), else the defaults."""
+        return getattr(self.client, "answer_budget", None) or answer_budget()
 
     def request_headers(self) -> dict[str, str]:
         """The headers every request to this endpoint carries: `Accept`, and the URL's credentials as

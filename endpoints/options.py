@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["HttpOptions", "DEFAULT_TIMEOUT", "DEFAULT_PER_HOST", "DEFAULT_RETRIES", "DEFAULT_QUERY_MEMORY_MB",
-           "DEFAULT_QUERY_WORKERS"]
+           "DEFAULT_QUERY_WORKERS", "DEFAULT_MAX_ROWS", "DEFAULT_MAX_TERMS", "DEFAULT_READ_GAP", "TOOL_ANSWER_BYTES"]
 
 DEFAULT_TIMEOUT = 60.0  # seconds per request (WDQS's own per-query limit)
 DEFAULT_PER_HOST = 16  # requests in flight to a host without published rules (a local Virtuoso/Oxigraph)
@@ -23,6 +23,16 @@ DEFAULT_RETRIES = 4  # retries of a 5xx answer or a dropped connection, with exp
 # process (`endpoints.embedded.bounded`): at most `timeout` seconds, this much memory on top of the loaded store.
 DEFAULT_QUERY_MEMORY_MB = 512
 DEFAULT_QUERY_WORKERS = 2  # worker processes per file store (each holds a copy of it): queries at once
+# One answer's budget (`sparql.results.AnswerBudget`): rows, and bound terms (rows x their bound variables), counted
+# while the SPARQL-JSON is parsed; past either, one line naming it. A parsed row of one short IRI costs about 0.4 kB
+# (row dict, Term, the string), so 500k rows or 1M terms stay near 0.4 GB on top of the body (at most 256 MiB): the
+# client stays under 1 GB. kgfed's own 1-hop answers are far smaller (a batch of 100 ids: thousands of rows).
+DEFAULT_MAX_ROWS = 500_000
+DEFAULT_MAX_TERMS = 1_000_000
+DEFAULT_READ_GAP = 10.0  # seconds: once the headers are in, a body that goes quiet this long is a timeout
+# The MCP `sparql` tool's answer (at most 200 rows for an agent to read) in bytes of SPARQL-JSON: two calls at once,
+# their worker processes and the tool's own reply stay well under 1 GB (the HTTP cap of any answer is 256 MiB).
+TOOL_ANSWER_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,8 @@ class HttpOptions:
     per_host: int = DEFAULT_PER_HOST  # the cap for hosts without published rules when `concurrency` is None
     retries: int = DEFAULT_RETRIES
     query_memory_mb: int = DEFAULT_QUERY_MEMORY_MB  # a file store's worker: memory a caller's query may add (--query-memory)
+    max_rows: int = DEFAULT_MAX_ROWS  # rows of one answer, counted as it is parsed (past it: one line naming the bound)
+    max_terms: int = DEFAULT_MAX_TERMS  # bound terms of one answer (rows x bound variables)
 
     def client(self):
         """A new `HttpClient` with these options (the caller closes it): `HttpClient.from_options(self)`."""

@@ -5,8 +5,12 @@ transport only moves bytes. Two implementations:
 
 - `AiohttpTransport`: one aiohttp session (opened lazily, so vcrpy cassettes still patch it). A body is
   read in chunks, after decompression, and one larger than `max_body_bytes` (default `MAX_BODY_BYTES`,
-  256 MiB) is an `EndpointError` as soon as the cap is passed: a 1 MB gzip that inflates to 1 GB costs
-  256 MiB at most, never the whole gigabyte.
+  256 MiB; lower inside a caller's `endpoints.bounds.bounded(max_bytes=...)`) is an `EndpointError` as soon as
+  the cap is passed: a 1 MB gzip that inflates to 1 GB costs 256 MiB at most, never the whole gigabyte.
+  Reads are timed per phase: the headers (the server's query time) and the whole request within the
+  request's `timeout`; once the headers are in, a body that goes quiet for `read_gap` seconds (default
+  `DEFAULT_READ_GAP`, 10 s, never more than the timeout) ends with `TransportTimeout`, and a dripping one
+  ends at the timeout: no connection outlives it.
 - `MockTransport(handler)`: hands each `Request` to a function (sync or async) that returns a
   `Response` or raises, as httpx's MockTransport does. Fault tests run the real client code against
   scripted answers in the exact shapes real services send, without sockets.
@@ -34,9 +38,11 @@ if TYPE_CHECKING:  # imported where used: the SPARQLWrapper drop-in's import nee
     from multidict import CIMultiDict, CIMultiDictProxy
 
 from ..sparql.errors import EndpointError
-from .options import DEFAULT_TIMEOUT
+from .bounds import MAX_BODY_BYTES, current_bounds
+from .options import DEFAULT_READ_GAP, DEFAULT_TIMEOUT
 
-MAX_BODY_BYTES = 256 << 20  # a response body larger than this (decompressed) is an error
+__all__ = ["Request", "Response", "AsyncTransport", "AiohttpTransport", "MockTransport", "TransportError",
+           "TransportTimeout", "TransportConnectError", "TransportTruncated", "ResponseTooLarge", "MAX_BODY_BYTES"]
 
 
 @dataclass
@@ -150,11 +156,12 @@ def _ack_now(resp: Any) -> None:
 
 class AiohttpTransport:
     """HTTP over one lazily opened aiohttp session with no connection caps of its own (the client caps);
-    bodies are read up to `max_body_bytes` (decompressed)."""
+    bodies are read up to `max_body_bytes` (decompressed), with no silence longer than `read_gap` seconds."""
 
-    def __init__(self, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, max_body_bytes: int = MAX_BODY_BYTES, read_gap: float = DEFAULT_READ_GAP) -> None:
         self._session: Any = None
         self.max_body_bytes = int(max_body_bytes)
+        self.read_gap = float(read_gap)
 
     def _get_session(self):
         import aiohttp
@@ -174,31 +181,47 @@ class AiohttpTransport:
                 _ack_now(resp)
                 body = await self._read_capped(resp, request)
                 return Response(resp.status, resp.headers.copy(), body, str(resp.url))
-        except TimeoutError:
+        except TimeoutError:  # aiohttp's total: headers (the server's query time) and body within the timeout
             raise TransportTimeout(f"no answer within {request.timeout:g} s") from None
         except aiohttp.ClientPayloadError as exc:
             raise TransportTruncated(str(exc)) from None
         except (aiohttp.ClientConnectionError, ConnectionError) as exc:
             raise TransportConnectError(f"{exc.__class__.__name__}: {exc}") from None
 
+    def cap(self) -> int:
+        """The byte cap of a body read now: the transport's, or a caller's lower `bounded(max_bytes=...)`."""
+        limits = current_bounds()
+        return min(self.max_body_bytes, limits.max_bytes) if limits is not None else self.max_body_bytes
+
     async def _read_capped(self, resp: Any, request: Request) -> bytes:
-        cap = self.max_body_bytes
+        import asyncio
+
+        cap = self.cap()
         declared = resp.content_length
         if declared is not None and declared > cap and "Content-Encoding" not in resp.headers:
-            raise ResponseTooLarge(self._too_large(request, f"announces {declared} bytes"))
-        chunks, size = [], 0
-        async for chunk in resp.content.iter_chunked(1 << 16):  # already decompressed
+            raise ResponseTooLarge(self._too_large(request, f"announces {declared} bytes", cap))
+        gap = min(self.read_gap, request.timeout)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            try:
+                async with asyncio.timeout(gap):
+                    chunk = await resp.content.read(1 << 16)  # already decompressed
+            except TimeoutError:
+                resp.close()
+                raise TransportTimeout(f"the body stopped coming for {gap:g} s after the headers") from None
+            if not chunk:
+                return b"".join(chunks)
             size += len(chunk)
             if size > cap:
                 resp.close()  # drop the connection: the rest is never read
-                raise ResponseTooLarge(self._too_large(request, f"passed {cap} bytes"))
+                raise ResponseTooLarge(self._too_large(request, f"passed {cap} bytes", cap))
             chunks.append(chunk)
-        return b"".join(chunks)
 
-    def _too_large(self, request: Request, what: str) -> str:
+    def _too_large(self, request: Request, what: str, cap: int) -> str:
         from ..sparql.secrets import redact
 
-        return (f"{request.method} {redact(request.host)}: the response {what} (the cap is {self.max_body_bytes >> 20} MiB, "
+        return (f"{request.method} {redact(request.host)}: the response {what} (the cap is {cap / 2**20:.3g} MiB, "
                 "decompressed): ask for less (a LIMIT, fewer ids per batch)")
 
     async def aclose(self) -> None:

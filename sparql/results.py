@@ -120,19 +120,63 @@ def _term(binding: Any) -> Term:
     return Term(kind, str(binding["value"]), lang or None, datatype if not lang else None)
 
 
-def parse_sparql_json(body: str | bytes | dict[str, Any], *, source: str = "endpoint") -> SelectResult:
-    """Parse a SPARQL 1.1 JSON results document; anything malformed or truncated raises EndpointError."""
+class AnswerTooLarge(EndpointError):
+    """An answer passed its `AnswerBudget` (rows or bound terms) while it was parsed; the rest is never built."""
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerBudget:
+    """How much of one answer is built into rows: `rows`, and `terms` (bound values, rows x their variables).
+
+    The defaults are written once, in `endpoints.options` (`DEFAULT_MAX_ROWS`/`DEFAULT_MAX_TERMS`, sized so a
+    client parsing one dense answer stays under 1 GB); `HttpOptions.max_rows`/`max_terms` set a run's."""
+
+    rows: int
+    terms: int
+    what: str = "HttpOptions.max_rows / max_terms"  # where the caller raises it, for the error line
+
+    def refuse(self, source: str, count: int, unit: str) -> AnswerTooLarge:
+        limit = self.rows if unit == "rows" else self.terms
+        return AnswerTooLarge(f"{source}'s answer passed {limit:,} {unit} ({count:,} read; the budget of one answer, "
+                              f"{self.what}) and was not kept: ask for less (a LIMIT, OFFSET paging, fewer variables)")
+
+
+# A body up to this size is parsed whole by `json` (fast; at most ~30x its size in objects); a larger one that may
+# hold more objects than the budget allows is parsed as a stream (`ijson`), counted as it goes.
+_WHOLE_BYTES = 8 << 20
+
+
+def parse_sparql_json(body: str | bytes | dict[str, Any], *, source: str = "endpoint",
+                      budget: AnswerBudget | None = None) -> SelectResult:
+    """Parse a SPARQL 1.1 JSON results document; anything malformed or truncated raises EndpointError, an
+    answer past `budget` `AnswerTooLarge` before more than the budget is built (None: no budget, for documents
+    kgfed holds already)."""
     if isinstance(body, (str, bytes)):
-        try:
-            doc = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            snippet = body[:60] if isinstance(body, str) else body[:60].decode("utf-8", "replace")
-            raise EndpointError(
-                f"{source} returned malformed or truncated JSON ({exc.__class__.__name__}: {exc}); body starts {snippet!r}",
-                retryable=True,
-            ) from None
+        if budget is not None and len(body) > _WHOLE_BYTES and _objects(body) > min(budget.rows, budget.terms):
+            return _parse_stream(body.encode() if isinstance(body, str) else body, source, budget)
+        doc = _loads(body, source)
     else:
         doc = body
+    return _from_doc(doc, source, budget)
+
+
+def _objects(body: str | bytes) -> int:
+    """An upper bound on the JSON objects in `body` (rows and terms are objects): its `{` count, at memchr speed."""
+    return body.count("{") if isinstance(body, str) else body.count(b"{")
+
+
+def _loads(body: str | bytes, source: str) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        snippet = body[:60] if isinstance(body, str) else body[:60].decode("utf-8", "replace")
+        raise EndpointError(
+            f"{source} returned malformed or truncated JSON ({exc.__class__.__name__}: {exc}); body starts {snippet!r}",
+            retryable=True,
+        ) from None
+
+
+def _from_doc(doc: Any, source: str, budget: AnswerBudget | None) -> SelectResult:
     if not isinstance(doc, dict):
         raise EndpointError(f"{source} returned JSON that is not a SPARQL results document")
     if "boolean" in doc:  # ASK
@@ -146,13 +190,127 @@ def parse_sparql_json(body: str | bytes | dict[str, Any], *, source: str = "endp
         raise EndpointError(f"{source} returned JSON without head/results.bindings: not a SPARQL SELECT result") from None
     if not isinstance(bindings, list):
         raise EndpointError(f"{source} returned results.bindings that is not a list")
-    rows = []
+    if budget is not None and len(bindings) > budget.rows:
+        raise budget.refuse(source, len(bindings), "rows")
+    rows, terms = [], 0
     for binding in bindings:
         if not isinstance(binding, dict):
             raise EndpointError(f"{source} returned a result row that is not an object")
+        terms += len(binding)
+        if budget is not None and terms > budget.terms:
+            raise budget.refuse(source, terms, "terms")
         rows.append({name: _term(value) for name, value in binding.items()})
     extra = doc.get("kgfed") or {}
     return SelectResult(variables, rows, partial=bool(extra.get("partial")), note=extra.get("note"))
+
+
+_ROWS = "results.bindings.item"
+
+
+class _Stream:
+    """The state of one streamed parse: rows built term by term from ijson's events, counted against the budget."""
+
+    def __init__(self, source: str, budget: AnswerBudget):
+        self.source, self.budget = source, budget
+        self.vars: list[str] = []
+        self.rows: list[Row] = []
+        self.terms = 0
+        self.row: Row | None = None
+        self.var = self.field = ""
+        self.term: dict[str, Any] | None = None
+        self.top: dict[str, Any] = {}  # boolean, kgfed.partial, kgfed.note, and whether bindings was an array
+        self.seen: dict[tuple, Term] = {}  # a term repeated across rows is built once
+
+    def malformed(self, what: str) -> EndpointError:
+        return EndpointError(f"{self.source} returned {what}: not a SPARQL results document")
+
+    def row_event(self, event: str, value: Any) -> None:
+        if event == "start_map":
+            self.row = {}
+        elif event == "map_key":
+            self.var = value
+        elif event == "end_map":
+            assert self.row is not None
+            self.rows.append(self.row)
+            if len(self.rows) > self.budget.rows:
+                raise self.budget.refuse(self.source, len(self.rows), "rows")
+        else:
+            raise self.malformed("a result row that is not an object")
+
+    def term_event(self, rest: str, event: str, value: Any) -> None:
+        if rest == self.var:  # the term object itself
+            if event == "start_map":
+                self.term = {}
+            elif event == "map_key":
+                self.field = value
+            elif event == "end_map" and self.term is not None and self.row is not None:
+                key = (self.term.get("type"), self.term.get("value"), self.term.get("xml:lang"), self.term.get("datatype"))
+                term = self.seen.get(key) if None not in key[:2] else None
+                if term is None:
+                    term = _term(self.term)
+                    if None not in key[:2] and len(self.seen) < 65536:
+                        self.seen[key] = term
+                self.row[self.var] = term
+                self.terms += 1
+                if self.terms > self.budget.terms:
+                    raise self.budget.refuse(self.source, self.terms, "terms")
+            else:
+                _term(value)  # not an object: the binding's own one-line error
+        elif self.term is not None and rest == f"{self.var}.{self.field}" and event in _SCALARS:
+            self.term[self.field] = value
+        else:
+            raise EndpointError(f"malformed SPARQL-JSON binding in {self.source}'s answer: expected {{type, value}} strings")
+
+    def other_event(self, prefix: str, event: str, value: Any) -> None:
+        if prefix == "head.vars.item":
+            self.vars.append(str(value))
+        elif prefix == "head" and event == "start_map":
+            self.top["head"] = True
+        elif prefix == "results.bindings":
+            if event == "start_array":
+                self.top["bindings"] = True
+            elif event != "end_array":
+                raise EndpointError(f"{self.source} returned results.bindings that is not a list")
+        elif prefix in ("boolean", "kgfed.partial", "kgfed.note") and event in _SCALARS:
+            self.top[prefix] = value
+
+    def result(self) -> SelectResult:
+        if "boolean" in self.top:
+            return _from_doc({"boolean": self.top["boolean"]}, self.source, self.budget)
+        if not self.top.get("bindings") or not self.top.get("head"):
+            raise EndpointError(f"{self.source} returned JSON without head/results.bindings: not a SPARQL SELECT result")
+        return SelectResult(self.vars, self.rows, partial=bool(self.top.get("kgfed.partial")),
+                            note=self.top.get("kgfed.note"))
+
+
+_SCALARS = frozenset({"string", "number", "boolean", "null"})
+
+
+def _parse_stream(body: bytes, source: str, budget: AnswerBudget) -> SelectResult:
+    """`parse_sparql_json` of a large body, one ijson event at a time: rows and terms are counted as they are
+    built, so an answer past the budget costs the budget, never the whole document in objects."""
+    import ijson  # type: ignore[import-untyped]  # no stubs
+
+    state = _Stream(source, budget)
+    cut = len(_ROWS) + 1
+    try:
+        for prefix, event, value in ijson.parse(body, use_float=True):
+            if prefix.startswith(_ROWS):
+                if len(prefix) == len(_ROWS):
+                    state.row_event(event, value)
+                else:
+                    state.term_event(prefix[cut:], event, value)
+            else:
+                state.other_event(prefix, event, value)
+    except ijson.JSONError as exc:
+        raise EndpointError(f"{source} returned malformed or truncated JSON ({_first_line(exc)}); body starts "
+                            f"{body[:60].decode('utf-8', 'replace')!r}", retryable=True) from None
+    return state.result()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{exc.__class__.__name__}: {text[0][:120]}" if text else exc.__class__.__name__
 
 
 def ask_result(value: bool) -> SelectResult:

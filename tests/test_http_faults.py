@@ -9,6 +9,7 @@ import pytest
 from kgfed.cache.responses import ResponseCache
 from kgfed.endpoints.client import HttpClient, parse_retry_after
 from kgfed.endpoints.http import HttpEndpoint
+from kgfed.endpoints.options import DEFAULT_TIMEOUT
 from kgfed.engine.kg import KG
 from kgfed.sparql.dialects import WIKIDATA
 from kgfed.sparql.errors import EndpointError, PartialResult, RateLimited
@@ -146,7 +147,8 @@ async def test_virtuoso_partial_retry_raises_the_timeout(server):
     server.script = [partial, partial, hf.ok()]
     result, _ = await select(server, policy="retry")
     assert not result.partial
-    assert [s.params.get("timeout") for s in server.seen] == [None, "40000", "160000"]
+    first = int(DEFAULT_TIMEOUT * 1000)  # the client's own limit, then 4x longer each time, at most max_timeout_ms
+    assert [s.params.get("timeout") for s in server.seen] == [str(first), str(first * 4), "600000"]
 
 
 async def test_virtuoso_partial_error_policy_raises(server):

@@ -15,6 +15,7 @@ from kgfed.cache.responses import ResponseCache
 from kgfed.endpoints import client as client_module
 from kgfed.endpoints.client import HttpClient
 from kgfed.endpoints.http import HttpEndpoint
+from kgfed.endpoints.options import DEFAULT_TIMEOUT
 from kgfed.endpoints.transport import (
     AiohttpTransport, AsyncTransport, MockTransport, Request, Response, TransportTruncated,
 )
@@ -67,7 +68,8 @@ async def test_success_sends_the_query_and_polite_headers():
     result, transport, _ = await select(scripted(ok), contact="me@example.org")
     assert result.rows[0]["x"].value == "http://www.wikidata.org/entity/Q42"
     sent = transport.requests[0]
-    assert sent.method == "GET" and sent.fields() == {"query": QUERY}
+    # the server is told kgfed's own time limit, in ms (Virtuoso's `timeout`: it stops the query when kgfed stops waiting)
+    assert sent.method == "GET" and sent.fields() == {"query": QUERY, "timeout": str(int(DEFAULT_TIMEOUT * 1000))}
     assert sent.headers["User-Agent"].startswith("kgfed/") and "(me@example.org) aiohttp/" in sent.headers["User-Agent"]
     assert sent.headers["Accept"] == "application/sparql-results+json"
 
