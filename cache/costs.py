@@ -66,8 +66,8 @@ def hop_floor(cost: Mapping[str, float], hops: int) -> dict[str, float]:
 
 def headline(cost: Mapping[str, float], questions: int) -> dict[str, float]:
     """Per question: LLM calls, tokens, tool calls, SPARQL requests (asked; `requests_sent`: sent past the cache),
-    KG seconds (summed over a question's concurrent KG calls where a method times them: the agent's tools), wall
-    seconds, and requests above the hop floor; from a run's summed counters."""
+    KG seconds (the seconds of the requests it sent, `cache.responses`, summed over concurrent ones), wall seconds,
+    and requests above the hop floor; from a run's summed counters."""
     if questions <= 0:
         return {name: 0.0 for name in HEADLINE}
     return {name: round(sum(cost.get(k, 0) for k in keys) / questions, 4) for name, keys in HEADLINE.items()}

@@ -541,10 +541,18 @@ class CachedEndpoint:
         if not task.cancelled():
             task.exception()  # retrieved: waiters re-raise it; with no waiter left nobody must
 
+    async def _timed(self, query: str) -> SelectResult:
+        """The endpoint's answer; its seconds charged to the question that sent it (`kg_seconds`, cache.costs)."""
+        started = time.perf_counter()
+        try:
+            return await self.inner.select(query)
+        finally:
+            charge("kg_seconds", round(time.perf_counter() - started, 6))
+
     async def _fetch(self, query: str, key: str, expect: Expect) -> SelectResult:
         for attempt in range(self.validate_retries + 1):
             try:
-                result = check_answer(await self.inner.select(query), expect, source=self.name)
+                result = check_answer(await self._timed(query), expect, source=self.name)
             except UnexpectedAnswer as exc:
                 self.stats["unexpected"] += 1
                 charge("unexpected_answers")

@@ -230,3 +230,18 @@ def test_without_the_answers_triples_the_agent_cannot_answer(tmp_path):
     right = round(gone["strict"] * len(sample))
     assert right <= 1 and round(gone["hits@1"] * len(sample)) <= 1
     assert gone["cost"]["tool_calls"] >= 10  # it looked, and found nothing to name
+
+
+def test_without_an_llm_the_agent_is_a_one_hop_lexical_baseline():
+    async def main():
+        async with await demo_kg() as kg:
+            agent = get_method("agent")({"freebase": kg}, None)
+            with track():
+                found = await agent.answer("Which country is Ulm located in?", {"freebase": {"m.019xz9": "Ulm"}})
+                none = await agent.answer("Who wrote it?", {"freebase": {"m.019xz9": "Ulm"}})
+            return found, none
+
+    found, none = asyncio.run(main())
+    assert (found.answer, found.answer_ids, found.cost["llm_calls"] if "llm_calls" in found.cost else 0) == ("Germany", ["m.0345h"], 0)
+    assert found.reasoning == "LLM-free baseline: m.019xz9 location.location.containedby (out)" and found.extra["llm_free"]
+    assert none.answer == "" and none.answer_ids == [] and none.cost["sparql_queries"] >= 1

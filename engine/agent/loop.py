@@ -5,7 +5,7 @@ as a `tool` message. What the model gets wrong is answered to it as an error res
 raised: arguments that are not a JSON object (`bad_tool_json`), an unknown tool (`unknown_tool`),
 arguments the schema refuses or an id no KG takes (`tool_errors`, all of them counted there too), a
 reply with no tool call (`no_tool_call`: it is told to call a tool or answer). Costs go to the question's
-counter (`cache.costs`): `tool_calls`, `tool_errors`, `kg_seconds` (the tools' KG time), `agent_turns`.
+counter (`cache.costs`): `tool_calls`, `tool_errors`, `agent_turns` (the KG's `kg_seconds` as for any method).
 """
 from __future__ import annotations
 

@@ -56,13 +56,11 @@ gold query, and names an answer only when a tool result shows it.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ...cache.costs import charge
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from ...sparql.registry import Registry
 from ..kg.facade import KG
@@ -226,16 +224,12 @@ class ToolContext:
             self.names[ident] = name
 
     async def timed(self, call: Awaitable[Any]) -> Any:
-        """Await a KG call, charging its seconds to the question's `kg_seconds`."""
-        started = time.perf_counter()
-        try:
-            return await call
-        finally:
-            charge("kg_seconds", round(time.perf_counter() - started, 6))
+        """Await a KG call (its requests' seconds are charged to `kg_seconds` where they are sent: `cache.responses`)."""
+        return await call
 
     async def gather(self, *calls: Awaitable[Any]) -> list[Any]:
-        """Several KG calls at once (timed together)."""
-        return await self.timed(asyncio.gather(*calls))
+        """Several KG calls at once."""
+        return await asyncio.gather(*calls)
 
 
 # -- profiles ----------------------------------------------------------------------------------------------

@@ -11,20 +11,20 @@ most 7. A turn is one LLM call; the calls of one reply run together. The profile
 `engine.agent.loop`. The answer is the answer tool's list (names; ids the tools showed are named by the
 name shown), first answer first; no answer (turns spent, or `answer([])`) is an empty answer.
 Costs beside the usual ones: `tool_calls`, `tool_errors` (with `bad_tool_json`, `unknown_tool`,
-`no_tool_call`), `agent_turns`, `kg_seconds`, and `hops` (the longest hop chain the tools walked from a
+`no_tool_call`), `agent_turns`, and `hops` (the longest hop chain the tools walked from a
 topic entity to an answer; the floor of two requests a hop is counted from it).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ...cache.costs import charge
-from ...sparql.errors import KgfedError
 from ..agent.loop import AgentRun, run_agent
 from ..agent.tools import ToolContext, get_profile
 from ..toolbox.llm import ANSWER_TEMPERATURE
-from .base import Method, Result, Topics
+from .base import STOPWORDS, Method, Result, Topics
 from .params import MethodParams, param
 
 DEFAULT_TURNS = 7  # KG-R1's budget (see the module docstring)
@@ -55,8 +55,7 @@ class Agent(Method):
 
     async def _answer(self, question: str, topics: Topics) -> Result:
         if not self.llm_ready:
-            raise KgfedError("the agent method needs an LLM to call its tools: pass --llm anthropic, openai:URL, "
-                             "local:PATH.gguf, replay:DIR or gold (kgfed run)")
+            return await self._llm_free(question, topics)
         ctx = ToolContext(self.kgs, question, {k: dict(v) for k, v in topics.items()}, sparql_rows=self.params.sparql_rows)
         run = await run_agent(self.llm, self.profile, ctx, question, turns=self.params.turns,
                               temperature=self.params.temperature, max_tokens=self.params.max_tokens)
@@ -67,6 +66,37 @@ class Agent(Method):
                       reasoning="" if run.answered else f"no answer within {self.params.turns} turns",
                       extra={"profile": self.profile.name, "turns": run.turns, "answered": run.answered,
                              "tool_calls": run.calls})
+
+
+    async def _llm_free(self, question: str, topics: Topics) -> Result:
+        """Without an LLM (`--llm none`) no model calls tools: a one-hop lexical baseline over the same KGs. The
+        relations of the topic entities, the one whose words share most with the question (ties: outgoing, then
+        by id), its far ends named; no relation sharing a word gives no answer."""
+        words = _words(question)
+        found = []  # (score, outgoing, relation, direction, kg name, topic)
+        for name, ids in topics.items():
+            if name not in self.kgs or not ids:
+                continue
+            for topic, rels in (await self.kgs[name].relations_many(list(ids))).items():
+                for rel in rels:
+                    score = len(words & _words(f"{rel.relation} {rel.label or ''}"))
+                    if score:
+                        found.append((score, rel.direction == "out", rel.relation, rel.direction, name, topic))
+        if not found:
+            return Result(question, "", method=self.name, reasoning="no relation of a topic entity shares a word with "
+                          "the question (LLM-free baseline: pass --llm for the agent)", extra={"llm_free": True})
+        _, _, relation, direction, name, topic = max(found, key=lambda f: (f[0], f[1], [-ord(c) for c in f[2]]))
+        kg = self.kgs[name]
+        edges = list(await kg.neighbors(topic, relation, direction, limit=3))
+        charge("hops")
+        return Result(question, "; ".join(e.label or e.entity for e in edges), [e.entity for e in edges if not e.literal],
+                      [[e] for e in edges], method=self.name, extra={"llm_free": True},
+                      reasoning=f"LLM-free baseline: {topic} {relation} ({direction})")
+
+
+def _words(text: str) -> set[str]:
+    """Lower-cased word stems (first five letters) of a text or a relation id, stopwords dropped."""
+    return {w[:5] for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 2 and w not in STOPWORDS}
 
 
 def _hops(run: AgentRun) -> int:
