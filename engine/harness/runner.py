@@ -510,6 +510,28 @@ async def check_options(spec: RunSpec, *, use_ray: bool = False, ray_address: st
         if ray_address and not _RAY_ADDRESS.fullmatch(ray_address.strip()):
             raise KgfedError(f"--ray {ray_address!r} is not a Ray address: give HOST:PORT (e.g. 127.0.0.1:6379), "
                              "ray://HOST:PORT or auto, or --ray alone for a local cluster")
+        if ray_address:
+            await asyncio.to_thread(_check_ray_reachable, ray_address.strip())
+
+
+RAY_CONNECT_SECONDS = 5.0  # a cluster's head answers a TCP connect at once; ray.init itself retries for minutes
+
+
+def _check_ray_reachable(address: str) -> None:
+    """A short TCP connect to --ray's HOST:PORT (ray.init keeps retrying an unreachable head for minutes)."""
+    import socket
+
+    if address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=RAY_CONNECT_SECONDS).close()
+    except (OSError, OverflowError) as exc:  # OverflowError: a port past 65535
+        why = (f"no answer within {RAY_CONNECT_SECONDS:g} s" if isinstance(exc, TimeoutError)
+               else getattr(exc, "strerror", None) or str(exc))
+        raise KgfedError(f"--ray {address}: nothing answers at {host}:{port} ({why}): start the cluster there "
+                         "(ray start --head --node-ip-address=127.0.0.1) or give its address; --ray alone starts "
+                         "a local one") from None
 
 
 def kg_scope(kg: KGSpec) -> str:
