@@ -31,7 +31,7 @@ SECRET_PARAMS = ["key", "api_key", "apikey", "token", "access_token"]
 RecordMode = str  # "none" (replay only), "once", "new_episodes", "all"
 
 
-def _fields(request) -> dict[str, list[str]]:
+def _fields(request: Any) -> dict[str, list[str]]:
     """URL query parameters merged with a form-encoded body."""
     out = parse_qs(urlsplit(request.uri).query)
     body = request.body
@@ -43,7 +43,7 @@ def _fields(request) -> dict[str, list[str]]:
     return out
 
 
-def _sparql_or_body(r1, r2) -> None:
+def _sparql_or_body(r1: Any, r2: Any) -> None:
     """Match SPARQL requests by normalised query text; other requests by exact body."""
     q1, q2 = _fields(r1).get("query"), _fields(r2).get("query")
     if q1 or q2:
@@ -54,15 +54,15 @@ def _sparql_or_body(r1, r2) -> None:
         raise AssertionError("different body")
 
 
-def _params_except_query(r1, r2) -> None:
+def _params_except_query(r1: Any, r2: Any) -> None:
     """Other URL parameters must agree too (format=json is ignored: it only restates Accept)."""
-    def rest(r):
+    def rest(r: Any) -> list[tuple[str, list[str]]]:
         return sorted((k, v) for k, v in parse_qs(urlsplit(r.uri).query).items() if k not in {"query", "format"})
     if rest(r1) != rest(r2):
         raise AssertionError("different parameters")
 
 
-def _scrub_request(request):
+def _scrub_request(request: Any) -> Any:
     """What is recorded of a request: no userinfo, no remembered secret in its URL or body."""
     request.uri = redact(strip_credentials(request.uri))
     body = request.body

@@ -22,13 +22,14 @@ import os
 import struct
 import sys
 import time
+from typing import Any
 
 
 def _frame(kind: bytes, payload: bytes) -> bytes:
     return kind + struct.pack(">I", len(payload)) + payload
 
 
-def _read_exact(stream, size: int) -> bytes | None:
+def _read_exact(stream: Any, size: int) -> bytes | None:
     data = b""
     while len(data) < size:
         chunk = stream.read(size - len(data))
@@ -92,11 +93,11 @@ class _Sink:
         return None
 
 
-def _interrupt(signum, frame) -> None:
+def _interrupt(signum: int, frame: object) -> None:
     _Sink.interrupted = True
 
 
-def _answer(store, query: str, cap: int, memory_mb: int) -> tuple[bytes, list[bytes]]:
+def _answer(store: Any, query: str, cap: int, memory_mb: int) -> tuple[bytes, list[bytes]]:
     """The reply to one query: its kind and its payload's pieces (written as they are: no second copy)."""
     import pyoxigraph as ox
 

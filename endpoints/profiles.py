@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..sparql.dialects import FREEBASE, WIKIDATA, Dialect, SearchMode, get_dialect
 from ..sparql.errors import UnknownEndpoint
@@ -102,7 +103,7 @@ def _profile_dialect(profile: Profile, dialect: str | Dialect | None) -> Dialect
     return chosen
 
 
-def _open_profile(profile: Profile, client: HttpClient, url: str | None = None, **http_options) -> Endpoint:
+def _open_profile(profile: Profile, client: HttpClient, url: str | None = None, **http_options: Any) -> Endpoint:
     if profile.parts:
         from .wikidata_full import SplitGraphEndpoint
 
@@ -126,7 +127,7 @@ def resolve_endpoint(
     *,
     dialect: str | Dialect | None = None,
     client: HttpClient | None = None,
-    **http_options,
+    **http_options: Any,
 ) -> tuple[Endpoint, Dialect]:
     """Turn an endpoint spec into an endpoint and its dialect (explicit `dialect` wins over the profile's).
 

@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TextIO, TypeVar
 
 from ..sparql.errors import KgfedError
 
@@ -452,12 +452,12 @@ class OxigraphServer(LocalServer):
 _Server = TypeVar("_Server", bound="LocalServer")
 
 
-def _serve_forever(server: _Server, describe: Callable[[_Server], str], out=sys.stdout,
+def _serve_forever(server: _Server, describe: Callable[[_Server], str], out: TextIO = sys.stdout,
                    info: Callable[[_Server], dict] | None = None) -> int:
     """Start `server`, print how to reach it (one JSON line when `info` is given), block until Ctrl-C
     or SIGTERM, stop it; returns 0."""
 
-    def _raise_interrupt(signum, frame):  # SIGTERM → same clean path as Ctrl-C
+    def _raise_interrupt(signum: int, frame: object) -> None:  # SIGTERM → same clean path as Ctrl-C
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -489,7 +489,7 @@ def serve_virtuoso(
     http_port: int | None = None,
     workdir: PathLike | None = None,
     as_json: bool = False,
-    **options,
+    **options: Any,
 ) -> int:
     """Run Virtuoso with `data_files` loaded into `graph` until Ctrl-C (a given `workdir` is kept and reused)."""
     server = VirtuosoServer({graph: data_files}, port=port, http_port=http_port, workdir=workdir, **options)
@@ -507,7 +507,7 @@ def serve_oxigraph(
     port: int | None = None,
     workdir: PathLike | None = None,
     as_json: bool = False,
-    **options,
+    **options: Any,
 ) -> int:
     """Run a read-only Oxigraph server over `data_files` until Ctrl-C (a given `workdir` is kept and reused)."""
     server = OxigraphServer(data_files, port=port, workdir=workdir, **options)

@@ -19,6 +19,7 @@ import asyncio
 import re
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from ..sparql import terms
 from ..sparql.results import Row, SelectResult, Term, ask_result
@@ -40,7 +41,7 @@ class SplitGraphEndpoint:
         self.name = f"{name or 'split'}[{' + '.join(p.name for p in self.parts)}]"
 
     @property
-    def client(self):
+    def client(self) -> Any:
         """The parts' shared HttpClient (what `KG.stats` reads the HTTP counts from)."""
         return getattr(self.parts[0], "client", None)
 

@@ -205,7 +205,7 @@ class WikipediaSource:
     async def __aenter__(self) -> WikipediaSource:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
@@ -479,7 +479,7 @@ class JsonlSource:
     async def __aenter__(self) -> JsonlSource:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
@@ -491,6 +491,9 @@ def _read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise KgfedError(f"cannot read extracts file {path}: {exc.strerror}: give a JSONL file of {{qid, title, text}}") from None
+    except UnicodeDecodeError as exc:  # a binary file: one line naming it, not the codec's words
+        raise KgfedError(f"extracts file {path} is not UTF-8 text (byte {exc.start}): give a JSONL file of "
+                         "{qid, title, text}") from None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -239,7 +239,7 @@ class Dialect:
             limit,
         )
 
-    def _neighbors_compound(self, pairs, direction: Direction, limit: int | None) -> str:
+    def _neighbors_compound(self, pairs: Iterable[tuple[str, str]], direction: Direction, limit: int | None) -> str:
         raise InvalidIdentifier(f"compound relations (r1{COMPOUND_SEP}r2) exist only in the Freebase dialect")
 
     def labels(self, ids: Sequence[str]) -> str:
@@ -527,7 +527,7 @@ class FreebaseDialect(Dialect):
         r2 = " ?r2" if expand_cvt else ""
         return f"SELECT DISTINCT ?e ?r{r2} WHERE {{\n  VALUES ?e {{ {values} }}\n  {edge}\n{cvt}}}"
 
-    def _neighbors_compound(self, pairs, direction: Direction, limit: int | None) -> str:
+    def _neighbors_compound(self, pairs: Iterable[tuple[str, str]], direction: Direction, limit: int | None) -> str:
         rows = []
         for e, r in _unique_pairs(pairs):
             first, second = r.split(COMPOUND_SEP, 1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any, Literal as TypingLiteral, NamedTuple
 
 from .errors import EndpointError, InvalidQuery, UnexpectedAnswer
@@ -51,7 +52,7 @@ class Term(NamedTuple):
             pass
         return self.value
 
-    def to_rdflib(self):
+    def to_rdflib(self) -> Any:
         """The same term as an rdflib node (URIRef, Literal or BNode)."""
         from rdflib import BNode, Literal, URIRef
 
@@ -433,7 +434,7 @@ def check_answer(result: SelectResult, expect: Expect, *, source: str) -> Select
     return result
 
 
-def _names(variables) -> str:
+def _names(variables: Iterable[str]) -> str:
     shown = sorted(variables) if not isinstance(variables, list) else variables
     text = " ".join(f"?{v}" for v in shown[:8]) + (" …" if len(shown) > 8 else "")
     return f"[{text}]" if text else "[]"

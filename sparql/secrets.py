@@ -25,6 +25,7 @@ import functools
 import os
 import re
 import threading
+from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 MASK = "***"
@@ -99,7 +100,7 @@ def redact(text: str, *secrets: str | None) -> str:
     return out
 
 
-def _filter(self, record) -> bool:
+def _filter(self: Any, record: Any) -> bool:
     """Pass `record` through :func:`redact` (its message, and an error quoted in its traceback)."""
     message = record.getMessage()
     clean = redact(message)
@@ -125,7 +126,7 @@ def _redacting_filter() -> type:
     return RedactingFilter
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """`RedactingFilter`: a `logging.Filter` subclass, made once on first use (PEP 562)."""
     if name != "RedactingFilter":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
