@@ -176,6 +176,9 @@ async def cmd_query(args) -> int:
             query = Path(args.file).read_text(encoding="utf-8")
         except OSError as exc:
             raise KgfedError(f"cannot read query file {args.file}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:  # a binary file: one line naming it
+            raise KgfedError(f"query file {args.file} is not UTF-8 text (byte {exc.start}): give a SPARQL query file "
+                             "(e.g. q.rq)") from None
     elif args.sparql:
         query = args.sparql
     else:
