@@ -130,7 +130,7 @@ def _plan(ident: str, asked: list[str], known: list[Relation],
           flat: dict[str, tuple[str, str]]) -> list[tuple[str, list[tuple[str, str, str]], list[tuple[str, str, str]]]]:
     """Per relation asked: its plain lookups (both ways) and its compound ones (the CVTs it reaches, flattened);
     a flattened name asked again is its compound lookup."""
-    plan = []
+    plan: list[tuple[str, list[tuple[str, str, str]], list[tuple[str, str, str]]]] = []
     for rel in asked:
         if rel in flat:
             plan.append((rel, [], [(ident, *flat[rel])]))

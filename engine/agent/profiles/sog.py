@@ -14,6 +14,7 @@ neighbour's id beside its name, so a name the model answers with maps back to an
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from ...kg.facade import KG
@@ -44,7 +45,7 @@ def _property(relation: Relation) -> str:
     return f"{relation.relation} ({relation.label})" if relation.label else relation.relation
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _table(header: tuple[str, ...], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
