@@ -33,7 +33,7 @@ from .evaluate import (
     Prediction, evaluate, meta_path_for, prediction_from_record, prediction_record, read_meta, sniff_predictions, tog_match,
     write_predictions,
 )
-from .files import atomic_write, drop_partial_line as _drop_partial_line  # shared with `extract`
+from .files import drop_partial_line as _drop_partial_line  # shared with `extract`
 
 if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress, TaskID
@@ -152,9 +152,16 @@ class Output:
 
     def _write_meta(self) -> None:
         """The sidecar, once per run, before the first prediction is written (a killed run leaves it too)."""
-        if not self._meta_written:
-            atomic_write(self.meta_path, json.dumps(self.meta, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
-            self._meta_written = True
+        if self._meta_written:
+            return
+        tmp = self.meta_path.with_name(f".{self.meta_path.name}.{os.getpid()}.tmp")
+        try:  # an OSError (a full disk) goes up as it is: the run says what it kept (`disk_full`)
+            tmp.write_text(json.dumps(self.meta, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            os.replace(tmp, self.meta_path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+        self._meta_written = True
 
     @property
     def done(self) -> set[str]:
