@@ -169,3 +169,37 @@ def test_complete_is_unchanged_for_the_six_methods():
     assert seen == [{"model": "Qwen2-7B-Instruct", "messages": [{"role": "user", "content": "hello"}], "temperature": 0.0,
                      "max_tokens": 8}]
     assert reply.tool_calls == () and reply.text.startswith("{Yes}")
+
+
+async def test_the_mcp_ask_tool_runs_the_agent(tmp_path):
+    """`kgfed mcp --llm replay:DIR` answers `ask(method="agent")`: the conversation recorded in process from a
+    scripted model (text protocol) replays byte for byte through the MCP server's own session and KGs."""
+    pytest.importorskip("mcp")
+    from kgfed.engine.toolbox.llm_base import LLM, Completion
+    from kgfed.engine.toolbox.llm_replay import ReplayLLM
+
+    from .test_mcp import call, stdio
+
+    class Scripted(LLM):
+        name = "scripted"
+
+        def __init__(self, replies):
+            super().__init__("scripted")
+            self.replies = list(replies)
+
+        async def _complete(self, prompt, *, temperature, max_tokens, system, **_):
+            return Completion(self.replies.pop(0), 100, 10)
+
+    replies = tmp_path / "replies"
+    script = ['<tool_call>\n{"name": "neighbors", "arguments": {"entity": "m.019xz9", "relation": "location.location.containedby"}}\n</tool_call>',
+              '<tool_call>\n{"name": "answer", "arguments": {"answers": ["m.0345h"]}}\n</tool_call>']
+    demo = DEMO_FREEBASE.parent
+    async with KG.open(f"file:{DEMO_FREEBASE}", dialect="freebase", cache=False) as fb, \
+            KG.open(f"file:{demo / 'demo_wikidata.nt'}", dialect="wikidata", cache=False) as wd:
+        recorded = await get_method("agent")({"wikidata": wd, "freebase": fb}, ReplayLLM(replies, record_with=Scripted(script))).answer(
+            QUESTION, TOPICS)
+    assert recorded.answer == "Germany" and len(list(replies.iterdir())) == 2
+    async with stdio("--llm", f"replay:{replies}") as client:
+        answer = await call(client, "ask", question=QUESTION, method="agent", topics=["m.019xz9"])
+    assert (answer["method"], answer["answer"], answer["answer_ids"]) == ("agent", "Germany", ["m.0345h"])
+    assert answer["cost"]["llm_calls"] == 2 and answer["cost"]["tool_calls"] == 2 and answer["cost"]["sparql_queries"] >= 1
