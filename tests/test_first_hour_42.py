@@ -5,6 +5,7 @@ written here, or local sockets on 127.0.0.1; nothing reaches the network.
 """
 from __future__ import annotations
 
+import subprocess
 import time
 
 import pytest
@@ -65,3 +66,29 @@ def test_a_binary_text_source_is_one_line(capsys, tmp_path):
                        f"file:{binary}", "--cache-dir", str(tmp_path / "cache"))
     line = one_line_error(err)
     assert code == 2 and f"extracts file {binary} is not UTF-8 text" in line and "UnicodeDecodeError" not in line
+
+
+# -- item 9: what was accepted silently ---------------------------------------------------------------------
+def test_context_with_an_empty_question_is_an_error(capsys, tmp_path):
+    for question in ("", "   "):
+        code, out, err = run(capsys, "context", "Q42", "-q", question, "--ranker", "bm25", "--cache-dir", str(tmp_path))
+        assert code == 2 and "the question (-q) is empty" in one_line_error(err) and out == ""
+
+
+def test_align_with_one_kg_is_an_error(capsys, tmp_path):
+    code, out, err = run(capsys, "align", "m.0282x", "--kg", "freebase", "--cache-dir", str(tmp_path))
+    assert code == 2 and out == ""
+    assert "align needs two KGs, got only 'freebase'" in one_line_error(err) and "--kg freebase,wikidata" in err
+
+
+def test_mcp_with_an_unknown_llm_refuses_to_start(tmp_path):
+    done = kgfed("mcp", "--llm", "bogus", "--cache-dir", str(tmp_path), timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and "unknown LLM spec 'bogus'" in one_line_error(done.stderr)
+
+
+def test_ask_with_a_topic_the_kg_does_not_hold_warns(capsys, tmp_path):
+    code, _, err = run(capsys, "ask", "who is this?", "--topic", "Q99999999", "--llm", "none", "--cache-dir", str(tmp_path))
+    assert code == 0
+    assert "kgfed: warning: no label or edge for Q99999999 in wikidata" in err, err
+    code, _, err = run(capsys, "ask", "who was douglas adams?", "--topic", "Q42", "--llm", "none", "--cache-dir", str(tmp_path))
+    assert code == 0 and "warning" not in err, err

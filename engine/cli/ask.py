@@ -86,6 +86,18 @@ def _print_result(result) -> None:
     console.print("[dim]cost: " + escape(", ".join(f"{k}={v:g}" for k, v in sorted(result.cost.items()))) + "[/dim]")
 
 
+async def _warn_absent_topics(args: argparse.Namespace, topics: Mapping[str, Mapping[str, str]], kgs) -> None:
+    """One warning per KG naming the --topic ids it holds neither a label nor an edge of (a typo, a deleted
+    item): the method would start from nothing and answer nothing, which must not pass silently."""
+    from .app import warn_unknown
+
+    for name, ids in topics.items():
+        unnamed = [i for i, label in ids.items() if label == i]
+        if unnamed:
+            found = await kgs[name].relations_many(unnamed, "both")
+            warn_unknown(args, [i for i in unnamed if not found.get(i)], "label or edge", name)
+
+
 async def cmd_ask(args: argparse.Namespace) -> int:
     from .federation import kg_names
     from .options import run_spec
@@ -104,6 +116,8 @@ async def cmd_ask(args: argparse.Namespace) -> int:
     with Spinner(f"answering with {args.method}…"):
         async with Runtime(run_spec(args)) as runtime:
             topics = await topics_from_ids(ids, runtime.kgs) if ids else None
+            if topics:
+                await _warn_absent_topics(args, topics, runtime.kgs)
             result = await runtime.method.answer(args.question, topics)
             dialects = {name: kg.dialect.name for name, kg in runtime.kgs.items()}
     if args.view:

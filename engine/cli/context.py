@@ -34,6 +34,9 @@ async def cmd_context(args: argparse.Namespace) -> int:
     from ..text.context import entity_pages, rank_pages
     from ..text.passages import ChunkSpec
 
+    if not args.question.strip():
+        raise KgfedError("the question (-q) is empty: give the question the passages are ranked against, "
+                         "e.g. -q \"where was he born?\"")
     if args.top_k < 1:
         raise KgfedError("--top-k must be at least 1")
     import pysbd  # noqa: F401 - the text extra, asked for before the embedder: the CLI names a missing one

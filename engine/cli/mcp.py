@@ -57,6 +57,7 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("mcp") is None:
         raise KgfedError("the MCP SDK is not installed: pip install 'kgfed[mcp]'")
     specs = kg_specs(args)  # validate --kg/--endpoint before anything starts
+    await _check_llm(args.llm)
     from ..mcp.server import ServerOptions, serve
     from .options import align_options, cache_options, http_options
 
@@ -65,3 +66,10 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
                                      llm=args.llm, llm_concurrency=args.llm_concurrency,
                                      text_source=args.text_source, transport=args.transport, port=args.port,
                                      query_memory_mb=args.query_memory, query_workers=args.query_workers))
+
+
+async def _check_llm(spec: str) -> None:
+    """--llm built (and closed) before the server starts: a bad spec is one line now, not at the first ask call."""
+    from ..toolbox.llm import make_llm
+
+    await make_llm(spec).aclose()
