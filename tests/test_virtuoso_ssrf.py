@@ -33,6 +33,11 @@ REACHES = [  # each reaches the canary: "{url}" is replaced by its URL
     'SELECT ?s WHERE { ?s ?p ?o FILTER(bif:http_get("{url}") != "") } LIMIT 1',
     'SELECT ?s WHERE { ?s ?p ?o } ORDER BY bif:http_get("{url}") LIMIT 1',
     'SELECT ?b WHERE { { SELECT (bif:http_get("{url}") AS ?b) WHERE { } } }',
+    'SELECT (bif:HTTP_GET("{url}") AS ?x) WHERE { }',  # Virtuoso reads the function's name in any case
+    'SELECT (<bif:HTTP_GET>("{url}") AS ?x) WHERE { }',
+    'SELECT (IRI(bif:http_get("{url}")) AS ?x) WHERE { }',
+    'SELECT ?s WHERE { ?s ?p ?o FILTER bif:http_get("{url}") } LIMIT 1',
+    'SELECT ?s WHERE { ?s ?p ?o } GROUP BY ?s HAVING (bif:http_get("{url}") != "") LIMIT 1',
 ]
 ANSWERS = [  # each answers with the server's own data
     "SELECT (bif:virtuoso_ini_path() AS ?x) WHERE { }",
@@ -51,6 +56,14 @@ OTHERS = [  # variants Virtuoso 7.2 itself rejects or cannot resolve, refused by
     "SELECT (<sql:virtuoso_ini_path>() AS ?x) WHERE { }",
     "SELECT (sql:DB.DBA.HTTP_GET('{url}') AS ?x) WHERE { }",
     'SELECT ?s WHERE { ?s bif:http_get ("{url}") } LIMIT 1',
+    'SELECT ?s WHERE { ?s ?p ?o . ?o bif:http_get "{url}" } LIMIT 1',
+    'SELECT ?s WHERE { bif:http_get("{url}") ?p ?o } LIMIT 1',
+    'SELECT (<bif%3Ahttp_get>("{url}") AS ?x) WHERE { }',
+    'SELECT (bif:http\\_get("{url}") AS ?x) WHERE { }',
+    'SELECT (<bif:http_get#>("{url}") AS ?x) WHERE { }',
+    'SELECT (<DB.DBA.HTTP_GET>("{url}") AS ?x) WHERE { }',
+    'SELECT (sql:HTTP_GET("{url}") AS ?x) WHERE { }',
+    'SELECT ("x"^^bif:http_get AS ?x) WHERE { }',
 ]
 
 
@@ -93,7 +106,8 @@ def test_without_the_guard_virtuoso_reaches_the_canary_and_the_guard_refuses(vir
     assert canary.hits, (query, rows)  # the attack is real on this Virtuoso: the test can fail
     hits = len(canary.hits)
     message = guard(query)
-    assert "http_get" in message or "http_client" in message or "x:" in message, message
+    named = message.split(" is refused")[0]  # the function (or its prefix) as the query wrote it
+    assert named.lower().startswith(("bif:http_get", "bif:http_client", "<bif:http_get>", "x: (<bif:>)")), message
     assert len(canary.hits) == hits
 
 
@@ -127,10 +141,8 @@ def test_the_guards_text_answers_on_virtuoso_as_the_callers(virtuoso):
 # -- through kgfed mcp's sparql tool -------------------------------------------------------------------
 async def test_the_mcp_sparql_tool_refuses_every_attack_and_answers_the_issues_queries(virtuoso, canary):
     pytest.importorskip("mcp")
-    from .conftest import ROOT
     from .test_mcp import call, refused, stdio
 
-    demo = ROOT / "engine" / "data" / "demo_freebase.nt"
     async with stdio("--kg", "fb", "--endpoint", f"fb=freebase@{virtuoso.url}", "--no-cache") as client:
         for attack in REACHES + ANSWERS + OTHERS:
             message = await refused(client, "sparql", query=attack.replace("{url}", canary.url))
@@ -141,6 +153,16 @@ async def test_the_mcp_sparql_tool_refuses_every_attack_and_answers_the_issues_q
             assert [r["x"]["value"] for r in (await call(client, "sparql", query=query))["rows"]] == [value]
         own = f"SELECT * WHERE {{ SERVICE <{virtuoso.url}> {{ ?s ?p ?o }} }}"
         assert "own endpoint" in await refused(client, "sparql", query=own)
+
+
+async def test_the_mcp_sparql_tool_answers_concat_coalesce_and_bnode_on_oxigraph():
+    """The issue's three queries through `kgfed mcp`'s sparql tool on a file store (pyoxigraph, whose parser
+    refused the old guard's `CONCAT (`); Virtuoso 7.2 has no BNODE()."""
+    pytest.importorskip("mcp")
+    from .conftest import ROOT
+    from .test_mcp import call, stdio
+
+    demo = ROOT / "engine" / "data" / "demo_freebase.nt"
     async with stdio("--kg", "fb", "--endpoint", f"fb=freebase@file:{demo}", "--no-cache") as client:
         for query, value in (('SELECT (CONCAT("a","b") AS ?x) WHERE { }', "ab"),
                              ("SELECT (COALESCE(?nothing, 7) AS ?x) WHERE { }", "7")):
