@@ -25,7 +25,14 @@ Wikimedia's rules shape the defaults:
   QLever's 429 "Operation timed out", which is a query timeout: raised at once, never retried. WDQS's
   timeout (HTTP 500, or a 200 whose JSON breaks off, with Blazegraph's `TimeoutException`) is one too.
 - 5xx answers and dropped connections are retried with exponential backoff and full jitter; a
-  robot-policy notice (HTTP 200 text or 403) raises `UserAgentRejected` at once.
+  robot-policy notice (HTTP 200 text or 403) raises `UserAgentRejected` at once, and a 5xx the server's kind
+  marks as an error of the query itself (Virtuoso's SQLSTATE 37000/42000 500s) `HttpStatusError` at once.
+- A request that timed out is not sent again in the same run (`repeat_timeouts=True` allows it).
+
+`request(...)` is a chain of small handlers (`endpoints.handlers`: no-repeat, auth, retry, recognition,
+politeness, transport); what kgfed knows of each kind of server (WDQS, QLever, Virtuoso, Oxigraph,
+Wikimedia API, generic) is one `ServerKind` capability object each (`endpoints.kinds`), which the handlers
+ask. This class holds the state they share: caps, budgets, pauses, the authorized hosts, `stats`.
 """
 from __future__ import annotations
 
@@ -261,7 +268,9 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 class HttpClient:
-    """Async HTTP with per-host caps and budgets, retries, 429 handling and typed errors; one per run."""
+    """Async HTTP with per-host caps and budgets, retries, 429 handling and typed errors; one per run.
+
+    `repeat_timeouts`: send a request that timed out again when asked again (default False: its error at once)."""
 
     def __init__(
         self,
