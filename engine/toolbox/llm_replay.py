@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,45 +71,39 @@ class ReplayLLM(LLM):
 
     async def _complete(self, prompt: str, *, temperature: float, max_tokens: int, system: str | None,
                         stop: list[str] | None = None) -> Completion:
-        key = prompt_key(prompt, system=system, temperature=temperature, stop=stop)
-        path = self.path_for(key)
-        if path.is_file():
-            self.stats["hits"] += 1
-            return _read_recording(path)
-        self.stats["misses"] += 1
-        if self.inner is None:
-            raise LLMError(f"no recorded LLM reply for prompt {key} in {self.directory}: record it with "
-                           f"--llm record:{self.directory}:<provider spec> (e.g. record:{self.directory}:anthropic)")
         extra = {"stop": list(stop)} if stop else {}
-        inner = self.inner
-        completion = await inner.gate.call(lambda: inner._complete(prompt, temperature=temperature, max_tokens=max_tokens,
-                                                                    system=system, **extra), inner.describe())
-        record = {"key": key, "prompt": prompt, "system": system, "temperature": temperature, "max_tokens": max_tokens, **extra,
-                  "provider": self.inner.name, "model": self.inner.model, "text": completion.text,
-                  "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens}
-        self._write(path, record)
-        return completion
+        key = prompt_key(prompt, system=system, temperature=temperature, stop=stop)
+        return await self._replayed(key, "prompt", {"prompt": prompt, "system": system}, temperature, max_tokens, extra,
+                                    lambda inner: inner._complete(prompt, temperature=temperature, max_tokens=max_tokens,
+                                                                  system=system, **extra))
 
     async def _chat(self, messages: list[Message], *, tools: list[dict[str, Any]], temperature: float, max_tokens: int,
                     stop: list[str] | None = None) -> Completion:
         """A tool conversation's reply from `<chat_key>.json` (its text and tool calls), or recorded from the provider
         (in the provider's own protocol: native tool calling or the text one)."""
+        extra = {"stop": list(stop)} if stop else {}
         key = chat_key(messages, tools=tools, temperature=temperature, stop=stop)
+        asked = {"messages": [m.to_json() for m in messages], "tools": tools}
+        return await self._replayed(key, "conversation", asked, temperature, max_tokens, extra,
+                                    lambda inner: inner._chat(messages, tools=tools, temperature=temperature,
+                                                              max_tokens=max_tokens, **extra))
+
+    async def _replayed(self, key: str, what: str, asked: dict[str, Any], temperature: float, max_tokens: int,
+                        extra: dict[str, Any], call: Callable[[LLM], Awaitable[Completion]]) -> Completion:
+        """The recording `key`, else (recording) the provider's reply to `call`, written with what was `asked`."""
         path = self.path_for(key)
         if path.is_file():
             self.stats["hits"] += 1
             return _read_recording(path)
         self.stats["misses"] += 1
         if self.inner is None:
-            raise LLMError(f"no recorded LLM reply for conversation {key} in {self.directory}: record it with "
+            raise LLMError(f"no recorded LLM reply for {what} {key} in {self.directory}: record it with "
                            f"--llm record:{self.directory}:<provider spec> (e.g. record:{self.directory}:anthropic)")
-        extra = {"stop": list(stop)} if stop else {}
         inner = self.inner
-        completion = await inner.gate.call(lambda: inner._chat(messages, tools=tools, temperature=temperature,
-                                                               max_tokens=max_tokens, **extra), inner.describe())
-        record = {"key": key, "messages": [m.to_json() for m in messages], "tools": tools, "temperature": temperature,
-                  "max_tokens": max_tokens, **extra, "provider": inner.name, "model": inner.model, "text": completion.text,
-                  "tool_calls": [c.to_json() for c in completion.tool_calls],
+        completion = await inner.gate.call(lambda: call(inner), inner.describe())
+        calls = {"tool_calls": [c.to_json() for c in completion.tool_calls]} if "messages" in asked else {}
+        record = {"key": key, **asked, "temperature": temperature, "max_tokens": max_tokens, **extra,
+                  "provider": inner.name, "model": inner.model, "text": completion.text, **calls,
                   "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens}
         self._write(path, record)
         return completion
