@@ -32,7 +32,7 @@ DEFAULT_MAX_TERMS = 1_000_000
 DEFAULT_READ_GAP = 10.0  # seconds: once the headers are in, a body that goes quiet this long is a timeout
 # The MCP `sparql` tool's answer (at most 200 rows for an agent to read) in bytes of SPARQL-JSON: two calls at once,
 # their worker processes and the tool's own reply stay well under 1 GB (the HTTP cap of any answer is 256 MiB).
-TOOL_ANSWER_BYTES = 32 << 20
+TOOL_ANSWER_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)

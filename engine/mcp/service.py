@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...endpoints.options import DEFAULT_QUERY_MEMORY_MB
+from ...endpoints.options import DEFAULT_QUERY_MEMORY_MB, TOOL_ANSWER_BYTES
 from ...sparql.dialects import COMPOUND_SEP
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from ...sparql.guard import ServicePolicy, analyse
@@ -24,6 +24,7 @@ from ..config import AlignOptions, CacheOptions, HttpOptions, KGSpec
 from ..federation.paths import merged_paths
 from ..federation.topics import topics_from_ids
 from ..session import Session
+from .lanes import FairLanes
 from .schemas import (MAX_IDS, AlignmentOut, Cost, EdgeOut, HitOut, LabelOut, LinkOut, NodeOut, PassageOut,
                       PathOut, RelationOut, StepOut)
 
@@ -80,8 +81,9 @@ class Engine:
         self.kgs = session.kgs  # over the session's one HttpClient, closed with it
         self._aligner = None
         self._lock = asyncio.Lock()
-        # the sparql tool's own lane: heavy user queries wait here, never in front of other tools' lookups
-        self._sparql_lane = asyncio.Semaphore(max(1, options.query_workers))
+        # the sparql tool's own lanes: heavy user queries wait here, never in front of other tools' lookups, and
+        # fairly between callers (MCP sessions): no caller holds every lane (`lanes.FairLanes`)
+        self._sparql_lanes = FairLanes(max(1, options.query_workers))
 
     @classmethod
     def open(cls, options: ServerOptions) -> Engine:
@@ -321,8 +323,11 @@ class Engine:
         return ({"question": question, "source": getattr(source, "name", "text"), "passages": out, "missing": missing},
                 "\n".join(lines))
 
-    async def sparql(self, query: str, kg: str | None, max_rows: int, rewrite: bool) -> tuple[dict, str]:
-        from ...endpoints.embedded import bounded
+    async def sparql(self, query: str, kg: str | None, max_rows: int, rewrite: bool,
+                     caller: Hashable = None) -> tuple[dict, str]:
+        """`caller` (the MCP session) picks its fair lane; the answer is bounded by `--timeout`, its bytes by
+        `TOOL_ANSWER_BYTES` and its rows and terms by the run's budget, before the tool builds its reply."""
+        from ...endpoints.bounds import bounded
 
         if kg is None or kg == "":
             if len(self.kgs) > 1:
@@ -337,8 +342,9 @@ class Engine:
                           functions=graph.dialect.functions).text
         options = self.options
         timeout = options.query_timeout or options.http.timeout
-        async with self._sparql_lane:
-            with bounded(timeout=timeout, memory_mb=options.query_memory_mb, workers=options.query_workers):
+        async with self._sparql_lanes.lane(caller):
+            with bounded(timeout=timeout, memory_mb=options.query_memory_mb, workers=options.query_workers,
+                         max_bytes=TOOL_ANSWER_BYTES, max_rows=options.http.max_rows, max_terms=options.http.max_terms):
                 result = await graph.select(checked)
         rows = result.rows[:max_rows]
         truncated = len(result.rows) > max_rows

@@ -252,12 +252,14 @@ def build_server(engine: Engine) -> MCPServer:
         "added when the query has none; longer answers are truncated with a note). Wikidata KGs use wd:/wdt: IRIs, "
         "Freebase ones http://rdf.freebase.com/ns/. Cost: one SPARQL query (cached)."))
     async def sparql(
+        ctx: Context,
         query: Annotated[str, Field(description="SPARQL 1.1 SELECT or ASK", max_length=MAX_QUERY_CHARS)],
         kg: Annotated[str | None, Field(description="the KG to query (needed when the server has several)")] = None,
         max_rows: Annotated[int, Field(ge=1, le=MAX_ROWS)] = 100,
         rewrite: Annotated[bool, Field(description="rewrite Virtuoso-dialect CWQ/WebQSP gold SPARQL for standard engines")] = False,
     ) -> Annotated[CallToolResult, SparqlOut]:
-        return await _guard("sparql", lambda: engine.sparql(query, kg, max_rows, rewrite))
+        caller = id(ctx.session)  # the MCP session (one per client connection): its fair share of the sparql lanes
+        return await _guard("sparql", lambda: engine.sparql(query, kg, max_rows, rewrite, caller))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=True),
                  description=(

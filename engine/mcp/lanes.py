@@ -1,0 +1,79 @@
+"""Fair lanes for the MCP `sparql` tool: its queries at once, shared between callers (MCP sessions).
+
+`FairLanes(size)` hands out `size` lanes. No caller holds more than `per_caller` of them (default: all but
+one, so a caller alone with several queries in flight always leaves a lane for the next caller), and a lane
+that frees goes to the waiting caller that holds the fewest, the one waiting longest among equals: two heavy
+callers cannot keep a third one's cheap query waiting behind their queues, only behind one running query.
+A waiter cancelled (its caller gave up) leaves the queue, and a lane granted to it at that moment is passed on.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections import Counter
+from collections.abc import AsyncIterator, Hashable
+
+
+class FairLanes:
+    """`size` lanes; see the module docstring. `lane(caller)` is the context manager a query runs in."""
+
+    def __init__(self, size: int, per_caller: int | None = None):
+        self.size = max(1, int(size))
+        self.per_caller = max(1, per_caller if per_caller is not None else self.size - 1)
+        self.held: Counter[Hashable] = Counter()
+        self._waiting: dict[Hashable, list[tuple[int, asyncio.Future[None]]]] = {}
+        self._order = itertools.count()
+
+    @property
+    def free(self) -> int:
+        return self.size - sum(self.held.values())
+
+    @contextlib.asynccontextmanager
+    async def lane(self, caller: Hashable) -> AsyncIterator[None]:
+        await self._acquire(caller)
+        try:
+            yield
+        finally:
+            self._release(caller)
+
+    async def _acquire(self, caller: Hashable) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(caller, []).append((next(self._order), future))
+        self._dispatch()
+        try:
+            await future
+        except BaseException:
+            if future.done() and not future.cancelled():  # granted as the caller gave up: pass the lane on
+                self._release(caller)
+            else:
+                self._forget(caller, future)
+            raise
+
+    def _forget(self, caller: Hashable, future: asyncio.Future[None]) -> None:
+        queue = [item for item in self._waiting.get(caller, []) if item[1] is not future]
+        if queue:
+            self._waiting[caller] = queue
+        else:
+            self._waiting.pop(caller, None)
+
+    def _release(self, caller: Hashable) -> None:
+        self.held[caller] -= 1
+        if self.held[caller] <= 0:
+            del self.held[caller]
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Grant free lanes: to the eligible caller holding the fewest, the longest waiting among equals."""
+        while self.free > 0:
+            eligible = [(self.held[c], q[0][0], c) for c, q in self._waiting.items() if q and self.held[c] < self.per_caller]
+            if not eligible:
+                return
+            _, _, caller = min(eligible, key=lambda item: item[:2])
+            _, future = self._waiting[caller].pop(0)
+            if not self._waiting[caller]:
+                del self._waiting[caller]
+            if future.done():  # cancelled while queued: skip it
+                continue
+            self.held[caller] += 1
+            future.set_result(None)
