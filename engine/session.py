@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from ..cache.root import Store
     from ..endpoints.client import HttpClient
     from ..endpoints.transport import AsyncTransport
+    from ..endpoints.wikipedia import TextSource
+    from .toolbox.embeddings import Embedder
+    from .toolbox.llm_base import LLM
     from .config import AlignOptions, KGs
 
 __all__ = ["Session"]
@@ -57,7 +60,7 @@ class Session:
     """
 
     def __init__(self, *, kgs: Sequence[KGSpec] = (), http: HttpOptions | None = None,
-                 cache: CacheOptions | None = None, llm: str = "none", llm_concurrency: int | None = None,
+                 cache: CacheOptions | None = None, llm: str | LLM = "none", llm_concurrency: int | None = None,
                  text: str | None = None, text_mode: str = "extracts", maxlag: int | None = 5,
                  embeddings: str | bool | None = None, client: HttpClient | None = None,
                  transport: AsyncTransport | None = None):
@@ -74,10 +77,10 @@ class Session:
         self._given_client = client
         self._client: HttpClient | None = client
         self.kgs: KGs | dict[str, Any] = {}
-        self._llm: Any = None
-        self._embedder: Any = None
+        self._llm: LLM | None = None
+        self._embedder: Embedder | None = None
         self._embedder_made = False
-        self._text: Any = None
+        self._text: TextSource | None = None
         self._stores: dict[str, Store] = {}
         self._opened = False
         self._closed = False
@@ -197,20 +200,22 @@ class Session:
         return self._stores[kind]
 
     @property
-    def llm(self) -> Any:
-        """The run's LLM provider (`make_llm(llm)`; an HTTP one on the session's client), made on first use.
-        A provider that answers from gold queries (`--llm gold`) is bound to the session's KGs."""
+    def llm(self) -> LLM:
+        """The run's LLM provider (`make_llm(llm)`: an `LLM` given as `llm=` is used as it is; an HTTP one on the
+        session's client), made on first use. A provider that answers from gold queries (`--llm gold`) is bound to
+        the session's KGs."""
         self._check_open()
         if self._llm is None:
             from .toolbox.llm import make_llm
 
             self._llm = make_llm(self.llm_spec, client=self.client, concurrency=self.llm_concurrency)
-            if hasattr(self._llm, "bind"):  # the gold stand-in runs gold queries over the run's KGs
-                self._llm.bind(self.kgs)
+            bind = getattr(self._llm, "bind", None)
+            if bind is not None:  # the gold stand-in runs gold queries over the run's KGs
+                bind(self.kgs)
         return self._llm
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder | None:
         """The run's sentence embedder over the cache root's vectors, made on first use (cheap: the model loads
         on its first encode); None when sentence embeddings cannot run here (`toolbox.embeddings.missing_extra`)."""
         self._check_open()
@@ -223,7 +228,7 @@ class Session:
         return self._embedder
 
     @embedder.setter
-    def embedder(self, value: Any) -> None:  # a caller's own embedder (tests; a library user's model): closed with the session
+    def embedder(self, value: Embedder | None) -> None:  # a caller's own embedder (tests; a library user's model): closed with the session
         self._embedder, self._embedder_made = value, True
 
     def _embeddings_location(self) -> Store | str | bool:
@@ -239,7 +244,7 @@ class Session:
         return self.store("embeddings") if self.cache.enabled else False  # the root's store: on Redis too
 
     @property
-    def text(self) -> Any:
+    def text(self) -> TextSource | None:
         """The run's text source (`text` spec; None when the session has none), opened on first use."""
         self._check_open()
         if self._text is None and self.text_spec:
@@ -267,5 +272,6 @@ class Session:
 
     def describe(self) -> Mapping[str, Any]:
         """What the session holds, for logs and tests (no secrets: names and flags only)."""
-        return {"kgs": list(self.kgs), "llm": self.llm_spec, "text": self.text_spec,
+        llm = self.llm_spec if isinstance(self.llm_spec, str) else self.llm_spec.describe()
+        return {"kgs": list(self.kgs), "llm": llm, "text": self.text_spec,
                 "cache": self.cache.root if self.cache.enabled else None, "closed": self._closed}

@@ -315,3 +315,13 @@ def test_an_llm_object_is_used_as_it_is():
     llm = NoLLM()
     assert make_llm(llm) is llm
     assert make_llm(llm, concurrency=2) is llm and llm.gate.concurrency == 2
+
+
+async def test_a_session_takes_an_llm_object():
+    from kgfed.engine.session import Session
+    from kgfed.engine.toolbox.llm_base import NoLLM
+
+    llm = NoLLM()
+    async with Session(llm=llm, llm_concurrency=3) as session:
+        assert session.llm is llm and llm.gate.concurrency == 3
+        assert session.describe()["llm"] == llm.describe()

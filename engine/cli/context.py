@@ -47,6 +47,8 @@ async def cmd_context(args: argparse.Namespace) -> int:
     async with Session(http=http_options(args), cache=cache_options(args), text=spec, text_mode=args.wiki_mode,
                        maxlag=args.maxlag or None) as session:
         source = session.text
+        if source is None:  # (the spec above is never empty)
+            raise KgfedError("no text source: give --text-source wikipedia, demo or file:PATH.jsonl")
         ids = [e for e in args.entities if dialect_of(e) is not None]  # the rest are Wikipedia titles
         needs_kg = any(not WIKIDATA.is_item(e) for e in ids) or (bool(ids) and not source.by_qid)  # mids need P646
         kg = None
