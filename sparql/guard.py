@@ -351,7 +351,7 @@ def _vendor_names(toks: list[Token], prefixes: Mapping[str, str]) -> None:
     for tok in toks:
         if tok.kind == "PNAME":
             prefix, _, local = tok.text.partition(":")
-            iri = prefixes.get(prefix, "") + _local(local)
+            iri = prefixes[prefix] + _local(local) if prefix in prefixes else ""
             vendor = prefix.lower() in VENDOR_SCHEMES or _scheme(iri) in VENDOR_SCHEMES
         elif tok.kind == "IRI":
             iri = decode_iri(tok.text)
@@ -401,7 +401,7 @@ def _frame(bracket: str, current: str, after_call: bool, prev: Token | None, val
     """What the bracket opens: "group" (triple patterns), "bnode" ([ ... ]), "list" (a collection or a path
     group inside a triple pattern) or "expr" (expressions and everything else: every name before "(" a call)."""
     if bracket == "{":
-        return "expr" if values or current == "values" else "group"
+        return "expr" if values else "group"
     if values or current not in _LOOSE:
         return "expr"
     if bracket == "(":
