@@ -111,9 +111,9 @@ _KINDS: dict[str, TermKind] = {"uri": "uri", "literal": "literal", "typed-litera
 def _term(binding: Any) -> Term:
     if not isinstance(binding, dict) or "type" not in binding or "value" not in binding:
         raise EndpointError(f"malformed SPARQL-JSON binding {str(binding)[:80]!r}: expected {{type, value}}")
-    kind = _KINDS.get(binding["type"])
+    kind = _KINDS.get(binding["type"]) if isinstance(binding["type"], str) else None
     if kind is None:
-        raise EndpointError(f"malformed SPARQL-JSON binding: unknown term type {binding['type']!r}")
+        raise EndpointError(f"malformed SPARQL-JSON binding: unknown term type {str(binding['type'])[:40]!r}")
     lang = binding.get("xml:lang")
     datatype = binding.get("datatype")
     if datatype == RDF_LANG_STRING:
