@@ -1,5 +1,6 @@
 """The release files agree with the version: CHANGELOG.md has its section, CITATION.cff its number, LICENSE
-the licence pyproject.toml names, and the README stays a one-screen introduction (at most 250 lines).
+the licence pyproject.toml names, and the README stays a front page (at most 160 lines, no release notes: those
+are CHANGELOG.md's).
 
 A release bumps `kgfed.engine.__version__` alone; these fail until the other files follow.
 """
@@ -46,7 +47,10 @@ def test_the_licence_file_is_mit():
 
 def test_the_readme_is_one_screen_of_introduction():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    assert len(lines) <= 250, f"README.md has {len(lines)} lines: move long sections into docs/ (docs/cli.md)"
+    assert len(lines) <= 160, f"README.md has {len(lines)} lines: move long sections into docs/ (docs/cli.md)"
+    headings = [line for line in lines if line.startswith("#")]
+    assert not [h for h in headings if re.search(r"new in|since \d|release|unreleased|changelog", h, re.I)], \
+        "release notes go in CHANGELOG.md, not in the README"
     first_command = next(i for i, line in enumerate(lines) if line.startswith("make demo"))
     assert first_command < 20, "the two set-up commands come first"
     assert any(line.startswith("make test") for line in lines[first_command:first_command + 3])
