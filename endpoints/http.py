@@ -10,6 +10,7 @@ from ..sparql.results import AnswerBudget, SelectResult, parse_sparql_json
 from ..sparql.secrets import redact, split_credentials
 from .bounds import answer_budget, current_bounds
 from .client import HttpClient, Response, first_line
+from .kinds import kind_named
 
 ACCEPT = "application/sparql-results+json"
 ServerKind = TypingLiteral["virtuoso", "qlever", "wdqs", "oxigraph", "generic"]
@@ -70,6 +71,8 @@ class HttpEndpoint:
         self.name = name or (url if not default_graph else f"{url}#graph={default_graph}")
         self.requests = 0
         self.server: ServerKind = server or server_kind(url)
+        if server is not None and hasattr(client, "declare_kind"):  # what the client recognises in this host's answers
+            client.declare_kind(urlsplit(url).netloc, server)
 
     def server_timeout_ms(self) -> int | None:
         """The time limit the server is told, in ms: `timeout_ms` if set, else the caller's `bounded(timeout=...)`,
@@ -141,13 +144,7 @@ class HttpEndpoint:
         """The server's own time limit as a request parameter: Virtuoso's (and unknown servers') `timeout` in ms
         (its anytime limit), QLever's `timeout` (`NNNms`) below its default of 30 s (a higher one needs an access
         token: QLever bounds the query by its own limit then); WDQS stops queries at its own 60 s and takes none."""
-        if not timeout_ms:
-            return {}
-        if self.server in SENDS_TIMEOUT:
-            return {"timeout": str(timeout_ms)}
-        if self.server == "qlever" and timeout_ms < QLEVER_DEFAULT_TIMEOUT * 1000:
-            return {"timeout": f"{timeout_ms}ms"}  # ParseableDuration: an integer and a unit
-        return {}
+        return kind_named(self.server).timeout_fields(timeout_ms)  # the server kind's parameter, form and ceiling
 
     async def _request(self, fields: dict[str, str]) -> Response:
         headers = self.request_headers()
