@@ -325,3 +325,14 @@ async def test_a_session_takes_an_llm_object():
     async with Session(llm=llm, llm_concurrency=3) as session:
         assert session.llm is llm and llm.gate.concurrency == 3
         assert session.describe()["llm"] == llm.describe()
+
+
+def test_a_command_naming_built_in_entries_reads_no_entry_points(tmp_path):
+    """Reading the entry points costs about 40 ms (importlib.metadata and a scan of every installed package):
+    a command whose names are all built in never pays it, though its parser offers the registries' names."""
+    code = ("import sys\nfrom kgfed.engine.cli import main\n"
+            "try:\n    main(['relations', 'm.0282x', '--dialect', 'freebase', '--no-cache'])\nexcept SystemExit:\n    pass\n"
+            "print('importlib.metadata' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert BIRTHPLACE in done.stdout and done.stdout.strip().splitlines()[-1] == "False"

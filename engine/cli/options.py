@@ -156,9 +156,10 @@ def check_numbers(parser: argparse.ArgumentParser) -> None:
         checked = _range_for(action)
         if checked is not None:
             action.type = checked
-        for sub in getattr(action, "choices", None) or {}:
-            if isinstance(action.choices, dict) and isinstance(action.choices[sub], argparse.ArgumentParser):
-                check_numbers(action.choices[sub])
+        subparsers = action.choices if isinstance(action.choices, dict) else {}  # (a registry's names are no parsers)
+        for sub in subparsers:
+            if isinstance(subparsers[sub], argparse.ArgumentParser):
+                check_numbers(subparsers[sub])
 
 
 # -- argparse names -> value objects ---------------------------------------------------------------
