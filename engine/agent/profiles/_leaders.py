@@ -16,7 +16,12 @@ from ...kg.facade import KG
 from ...kg.model import Edge
 from ..tools import ToolContext
 
-__all__ = ["by_name", "clean", "entity_ids", "far_name", "name_ids", "raw_relation"]
+__all__ = ["ONE_CALL", "by_name", "clean", "entity_ids", "far_name", "name_ids", "raw_relation"]
+
+
+# every leader profile's system prompt ends so: kgfed's loop reads tool calls, not the sources' <think>/<kg-query>
+# tags, and a small model that plans in prose first spends its reply cap before it calls anything
+ONE_CALL = "Reply with tool calls only: no plan and no explanation before them."
 
 
 def by_name(hint: dict[str, Any]) -> dict[str, Any]:

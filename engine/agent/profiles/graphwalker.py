@@ -24,7 +24,7 @@ from ...kg.facade import KG
 from ...kg.model import Relation
 from ...toolbox.pruning import bm25_scores, relation_text
 from ..tools import Tool, ToolContext, ToolError, ToolProfile, answer_tool, hop_hint
-from ._leaders import by_name, clean, entity_ids, far_name, name_ids, raw_relation
+from ._leaders import ONE_CALL, by_name, clean, entity_ids, far_name, name_ids, raw_relation
 
 TOP_K = 10  # relations a get_relations call shows (kg_top_k)
 RELATIONS_PER_CALL = 4  # get_triples queries the first 4 relations it is given
@@ -54,6 +54,7 @@ Instructions:
 ranked by relevance to the question; the top 4 are queried. Copy each relation exactly as it appears.
 3. Answer only from the KG results: call answer with the exact, complete entity names from the retrieved triples \
 (not a MID such as m.01234). If several entities satisfy the question, list them all."""
+SYSTEM += " " + ONE_CALL
 
 
 def _meaningless(relation: str) -> bool:

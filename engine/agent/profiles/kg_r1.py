@@ -21,7 +21,7 @@ from typing import Any
 from ....sparql.errors import InvalidIdentifier
 from ...kg.facade import KG
 from ..tools import Tool, ToolContext, ToolError, ToolProfile, answer_tool, hop_hint
-from ._leaders import by_name, clean, entity_ids, far_name, raw_relation
+from ._leaders import ONE_CALL, by_name, clean, entity_ids, far_name, raw_relation
 
 SYSTEM = """Answer the given question. You can query the knowledge graph with the tools below, up to 7 queries \
 across multiple reasoning turns. If you encounter a KG-related error, read the error message carefully and correct \
@@ -38,6 +38,7 @@ Always prefer information retrieved from the KG over your internal knowledge. Bu
 turns to answer complex multi-step questions. Entities are names ("Barack Obama") or ids ("m.02mjmr", "Q42"); \
 relations are copied exactly from the results ("people.person.nationality"). When you have the answer, call answer \
 with the answer entities' names exactly as the results wrote them."""
+SYSTEM += " " + ONE_CALL
 
 _ENTITY = {"type": "string", "description": "an entity name (\"Barack Obama\") or id (\"m.02mjmr\", \"Q42\")"}
 _RELATION = {"type": "string", "description": "a relation exactly as a result wrote it (\"people.person.nationality\")"}

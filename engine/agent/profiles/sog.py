@@ -20,7 +20,7 @@ from typing import Any
 from ...kg.facade import KG
 from ...kg.model import Edge, Relation
 from ..tools import Tool, ToolContext, ToolError, ToolProfile, answer_tool, hop_hint
-from ._leaders import clean, entity_ids, far_name, name_ids
+from ._leaders import ONE_CALL, clean, entity_ids, far_name, name_ids
 
 SUMMARY_OVER = 50  # more neighbours than this: the property summary instead of the rows
 ROW_CAP = 1000  # rows a call shows at most
@@ -33,6 +33,7 @@ call search again from the entity you reach. When an entity has more than 50 nei
 properties with counts instead: call it again with properties=[...] to see their neighbours. Freebase \
 properties written r1|r2 cross an unnamed mediator node. When you know the answer, call answer with the \
 answer entities' ids or names as the tables showed them; answer [] if the graph does not hold it."""
+SYSTEM += " " + ONE_CALL
 
 
 def _cell(text: str) -> str:

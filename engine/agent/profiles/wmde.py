@@ -24,7 +24,7 @@ from ....sparql.errors import KgfedError
 from ...kg.facade import KG
 from ...kg.model import Edge
 from ..tools import Tool, ToolContext, ToolError, ToolProfile, answer_tool, hop_hint
-from ._leaders import clean, name_ids
+from ._leaders import ONE_CALL, clean, name_ids
 
 _ENTITY_IRI = re.compile(r"http://www\.wikidata\.org/entity/([A-Z]\d+)$")
 SEARCH_LIMIT = 10  # wbsearchentities' limit in the server
@@ -45,6 +45,7 @@ by using the provided tools. 1. Identify candidate items: search for the concept
 (get_statement_values) when qualifiers matter; if the statements already answer the question, stop. \
 4. Write and test SPARQL (execute_sparql) with the QIDs and PIDs you found. Finally call answer with the \
 answer items' QIDs or labels as the tools showed them."""
+SYSTEM += " " + ONE_CALL
 
 
 def _wikidata(ctx: ToolContext) -> KG:
