@@ -205,10 +205,12 @@ class AiohttpTransport:
         size = 0
         while True:
             try:
-                async with asyncio.timeout(gap):
+                async with asyncio.timeout(gap) as quiet:
                     chunk = await resp.content.read(1 << 16)  # already decompressed
             except TimeoutError:
                 resp.close()
+                if not quiet.expired():  # aiohttp's own total timeout, raised from inside the read
+                    raise
                 raise TransportTimeout(f"the body stopped coming for {gap:g} s after the headers") from None
             if not chunk:
                 return b"".join(chunks)
