@@ -5,7 +5,8 @@ sent to Virtuoso *without* the guard, to show it is real here: the network ones 
 its body back, the others answer (the ini file's path, the DBMS name, SQL run by `bif:exec`). Then the guard
 refuses every one of them, and their variants under another prefix, in other cases and with escapes, in one
 line naming the function; through `kgfed mcp`'s `sparql` tool too, with 0 canary hits; and the queries the
-issue found broken (CONCAT, COALESCE, BNODE) answer through the same tool.
+issue found broken (CONCAT, COALESCE, BNODE) answer through the same tool. (`bif:exec` runs SQL as the SPARQL
+user: its `http_get` reaches the canary too; `sql:` calls the DB.DBA procedures granted to that user.)
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ REACHES = [  # each reaches the canary: "{url}" is replaced by its URL
     'SELECT ?s WHERE { ?s ?p ?o } ORDER BY bif:http_get("{url}") LIMIT 1',
     'SELECT ?b WHERE { { SELECT (bif:http_get("{url}") AS ?b) WHERE { } } }',
     'SELECT (bif:HTTP_GET("{url}") AS ?x) WHERE { }',  # Virtuoso reads the function's name in any case
+    """SELECT (bif:exec("select http_get('{url}')") AS ?x) WHERE { }""",
     'SELECT (<bif:HTTP_GET>("{url}") AS ?x) WHERE { }',
     'SELECT (IRI(bif:http_get("{url}")) AS ?x) WHERE { }',
     'SELECT ?s WHERE { ?s ?p ?o FILTER bif:http_get("{url}") } LIMIT 1',
@@ -44,6 +46,8 @@ ANSWERS = [  # each answers with the server's own data
     "SELECT (bif:sys_stat('st_dbms_name') AS ?x) WHERE { }",
     "SELECT (bif:exec('select 1') AS ?x) WHERE { }",
     "SELECT (<bif:virtuoso_ini_path>() AS ?x) WHERE { }",
+    "SELECT (sql:RDF_DATATYPE_OF_OBJ(1) AS ?x) WHERE { }",  # sql: calls the DB.DBA procedures granted to SPARQL
+    "SELECT (<sql:rdf_datatype_of_long>(1) AS ?x) WHERE { }",
 ]
 OTHERS = [  # variants Virtuoso 7.2 itself rejects or cannot resolve, refused by the guard all the same
     'SELECT (BIF:http_get("{url}") AS ?x) WHERE { }',
@@ -107,7 +111,7 @@ def test_without_the_guard_virtuoso_reaches_the_canary_and_the_guard_refuses(vir
     hits = len(canary.hits)
     message = guard(query)
     named = message.split(" is refused")[0]  # the function (or its prefix) as the query wrote it
-    assert named.lower().startswith(("bif:http_get", "bif:http_client", "<bif:http_get>", "x: (<bif:>)")), message
+    assert named.lower().startswith(("bif:http_get", "bif:http_client", "<bif:http_get>", "x: (<bif:>)", "bif:exec")), message
     assert len(canary.hits) == hits
 
 
