@@ -248,7 +248,8 @@ def build_server(engine: Engine) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY, description=(
         "Run a read-only SPARQL SELECT or ASK on one KG, for what the other tools cannot ask. Updates, LOAD, "
-        "CONSTRUCT/DESCRIBE and SERVICE calls to other hosts are refused; at most max_rows rows come back (a LIMIT is "
+        "CONSTRUCT/DESCRIBE, SERVICE calls (WDQS's built-ins aside) and extension functions (bif:, sql:, ...: only SPARQL 1.1's "
+        "built-ins and xsd: casts) are refused; at most max_rows rows come back (a LIMIT is "
         "added when the query has none; longer answers are truncated with a note). Wikidata KGs use wd:/wdt: IRIs, "
         "Freebase ones http://rdf.freebase.com/ns/. Cost: one SPARQL query (cached)."))
     async def sparql(
