@@ -458,6 +458,9 @@ class QueryWorkers:
                         return got
                     self._discard(got, "died")  # died while idle: its replacement is on the way
         except TimeoutError:
+            if not self.load_seconds:  # none has loaded the store yet: nothing was busy, the load took the time
+                raise EndpointTimeout(f"the embedded store's query workers were still loading {self.name} after "
+                                      f"{timeout:g} s (--timeout counts the load too): raise --timeout") from None
             raise EndpointTimeout(f"every query worker of the embedded store was busy for {timeout:g} s: "
                                   "try again, or raise --timeout") from None
 

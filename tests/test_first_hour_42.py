@@ -92,3 +92,78 @@ def test_ask_with_a_topic_the_kg_does_not_hold_warns(capsys, tmp_path):
     assert "kgfed: warning: no label or edge for Q99999999 in wikidata" in err, err
     code, _, err = run(capsys, "ask", "who was douglas adams?", "--topic", "Q42", "--llm", "none", "--cache-dir", str(tmp_path))
     assert code == 0 and "warning" not in err, err
+
+
+# -- item 10: messages that named the wrong thing -------------------------------------------------------------
+async def test_an_mcp_id_with_a_line_feed_is_shown_as_given():
+    from .test_mcp import refused, stdio
+
+    async with stdio("--methods", "label", "--text-source", "demo") as client:
+        for tool, arguments in (("relations", {"entity": "Q42\n"}), ("neighbors", {"entity": "Q42\n", "relation": "P69"}),
+                                ("neighbors", {"entity": "Q42", "relation": "P69\n"})):
+            message = await refused(client, tool, **arguments)
+            assert "\\n'" in message and "'Q42'" not in message and "'P69'" not in message, message
+
+
+def test_the_dialect_hint_names_the_id_in_error_not_the_example(capsys, tmp_path):
+    code, _, err = run(capsys, "labels", "Q42", "m.0282x", "--cache-dir", str(tmp_path))
+    line = one_line_error(err)
+    assert code == 2 and "(m.0282x is a Freebase id: look it up apart, with --dialect freebase)" in line, line
+    assert "Q42 is a" not in line
+
+
+def test_a_method_reference_that_is_not_a_method_is_never_called(capsys, tmp_path):
+    out = tmp_path / "p.jsonl"
+    for reference, kind in (("os:system", "a function (posix.system)"), ("collections:OrderedDict", "a class")):
+        code, _, err = run(capsys, "run", str(need(CWQ_QUESTIONS)), "--method", reference, "--kg", "freebase", "--endpoint",
+                           f"freebase=file:{need(CWQ_NT)}", "--limit", "1", "--out", str(out), "--cache-dir", str(tmp_path))
+        line = one_line_error(err)
+        assert code == 2 and f"method {reference!r} is {kind}" in line and "kgfed.engine.methods.base.Method" in line
+        assert "rejects its parameters" not in line and not out.exists()
+
+
+def test_a_timeout_shorter_than_the_stores_load_says_so(capsys, tmp_path):
+    code, _, err = run(capsys, "query", "SELECT * WHERE { ?s ?p ?o } LIMIT 1", "--timeout", "0.001", "--cache-dir", str(tmp_path))
+    line = one_line_error(err)
+    assert code == 2 and "still loading" in line and "raise --timeout" in line and "busy" not in line
+
+
+@pytest.mark.parametrize("command, option, name", [
+    (["expand", "Q42"], "--view", "view.html"), (["expand", "Q42"], "--rdf", "subgraph.trig"),
+    (["ask", "who?", "--llm", "none"], "--view", "view.html"),
+])
+def test_an_output_directory_gets_an_example_of_the_right_kind(capsys, tmp_path, command, option, name):
+    code, _, err = run(capsys, *command, option, str(tmp_path), "--cache-dir", str(tmp_path / "cache"))
+    assert code == 2 and f"e.g. {tmp_path / name}" in one_line_error(err)
+
+
+def test_integer_ranges_print_integers(capsys):
+    code, _, err = run(capsys, "query", "ASK {}", "--query-memory", "1")
+    assert code == 2 and "must be between 64 and 1048576, got 1" in one_line_error(err)
+
+
+def test_huge_limits_are_refused_by_kgfed_not_by_the_stores_parser(capsys, tmp_path):
+    code, _, err = run(capsys, "neighbors", "Q42", "P69", "--limit", "99999999999999999999", "--cache-dir", str(tmp_path))
+    line = one_line_error(err)
+    assert code == 2 and "argument --limit: must be at most 9223372036854775807" in line and "rejected" not in line
+    code, _, err = run(capsys, "neighbors", "Q42", "P69", "--limit", "0")
+    assert code == 2 and "argument --limit: must be >= 1, got 0" in one_line_error(err)
+
+
+@pytest.mark.parametrize("query", ["DELETE WHERE { ?s ?p ?o }", "PREFIX a: <http://a/>\ninsert data { a:b a:c a:d }",
+                                   "LOAD <http://example.org/x.nt>", "DROP ALL"])
+def test_updates_are_refused_in_kgfeds_words(capsys, tmp_path, query):
+    code, _, err = run(capsys, "query", query, "--cache-dir", str(tmp_path))
+    line = one_line_error(err)
+    assert code == 2 and "SPARQL updates" in line and "are refused" in line and "expected" not in line
+
+
+def test_a_core_install_names_the_extra_for_sbert_alignment(capsys, monkeypatch, tmp_path):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("numpy", "sentence_transformers", "onnxruntime") else real(name, *a))
+    code, _, err = run(capsys, "align", "m.0282x", "--methods", "sbert", "--cache-dir", str(tmp_path))
+    line = one_line_error(err)
+    assert code == 2 and "pip install 'kgfed[embeddings]'" in line and "embedder=" not in line

@@ -184,6 +184,7 @@ async def cmd_query(args) -> int:
     else:
         raise KgfedError("no query: give it as an argument or with --file q.rq")
     args.query_text = query  # for the --rewrite hint of an error
+    _refuse_update(query)
     async with open_kg(args) as kg:
         if args.rewrite:
             from ...sparql.rewrite import to_standard_sparql
@@ -195,6 +196,21 @@ async def cmd_query(args) -> int:
     else:
         emit(args, [{v: (row[v].value if v in row else None) for v in result.vars} for row in result.rows], result.vars)
     return partial_rows(result, [])
+
+
+def _refuse_update(query: str) -> None:
+    """A SPARQL update (`DELETE WHERE {…}`, `INSERT DATA`, `LOAD`…) is refused in one line before any store sees it
+    (a file store's parser said "expected CONSTRUCT"; a server may even run it)."""
+    from ...sparql.guard import UPDATE_KEYWORDS, tokens
+    from ...sparql.errors import InvalidQuery
+
+    try:
+        words = [t.word for t in tokens(query) if t.kind == "WORD" and t.word not in ("PREFIX", "BASE")]
+    except InvalidQuery:  # not SPARQL as the guard reads it (a vendor dialect): the endpoint judges it
+        return
+    if words and words[0] in UPDATE_KEYWORDS:
+        raise KgfedError(f"SPARQL updates ({words[0]} …) are refused: kgfed query is read-only, give a SELECT or "
+                         "ASK query")
 
 
 async def cmd_demo(args) -> int:
@@ -363,7 +379,9 @@ def _dialect_hint(args: argparse.Namespace, message: str, exc: BaseException | N
     given = [getattr(args, "entity", None), *(getattr(args, "entities", None) or []), *(getattr(args, "ids", None) or []),
              *(getattr(args, "topics", None) or []),
              *(i.strip() for item in getattr(args, "topic", None) or [] for i in str(item).split(","))]
-    for ident in (i for i in given if isinstance(i, str) and i and i in message):
+    named = [i for i in given if isinstance(i, str) and i and i in message]
+    quoted = [i for i in named if repr(i) in message]  # the id the error is about ('m.0282x'), not an example (Q42)
+    for ident in quoted or named:
         dialect = dialect_of(ident)
         if dialect is None or dialect.name == getattr(args, "dialect", None):
             continue
@@ -372,7 +390,8 @@ def _dialect_hint(args: argparse.Namespace, message: str, exc: BaseException | N
             return f" ({ident} is a {dialect.name.capitalize()} id: add a {dialect.name} KG, e.g. --kg {kgs},{dialect.name})"
         with_kg = hasattr(args, "kg")
         endpoint = f" with an --endpoint that holds {dialect.name} data" if getattr(args, "endpoint", None) and not with_kg else ""
-        return f" ({ident} is a {dialect.name.capitalize()} id: add --dialect {dialect.name}{endpoint})"
+        apart = any(isinstance(i, str) and dialect_of(i) not in (None, dialect) for i in given)  # `labels Q42 m.0282x`
+        return f" ({ident} is a {dialect.name.capitalize()} id: {'look it up apart, with' if apart else 'add'} --dialect {dialect.name}{endpoint})"
     return ""
 
 

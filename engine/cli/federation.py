@@ -133,7 +133,14 @@ def make_aligner(args: argparse.Namespace, kgs: dict[str, Any], embedder: Any = 
     """An `Aligner` from --methods/--threshold/--margin (`AlignOptions`; `auto` uses SBERT only with an embedder)."""
     from .options import align_options
 
-    return align_options(args).aligner(kgs, cache=not args.no_cache, embedder=embedder)
+    options = align_options(args)
+    if embedder is None and options.methods != "auto" and "sbert" in options.methods:  # name the extra, not embedder=
+        from ..toolbox.embeddings import missing_extra
+
+        why = (missing_extra() or "").partition("but ")[2].partition(":")[0] or "no sentence embedder is available"
+        raise KgfedError(f"--methods sbert needs the embeddings extra ({why}): pip install 'kgfed[embeddings]', "
+                         "or leave sbert out of --methods")
+    return options.aligner(kgs, cache=not args.no_cache, embedder=embedder)
 
 
 # -- commands --------------------------------------------------------------------------------------

@@ -87,19 +87,28 @@ def _number(kind: type, text: str, low: float | None, high: float | None, low_op
     if value != value or value in (float("inf"), float("-inf")):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     if low is not None and (value <= low if low_open else value < low) or high is not None and value > high:
-        bounds = (f"> {low:g}" if low_open else f">= {low:g}") if high is None else f"between {low:g} and {high:g}"
+        shown = (lambda v: str(int(v))) if kind is int else (lambda v: f"{v:g}")  # 1048576, not 1.04858e+06
+        if high is None or high >= MAX_INT and value <= high:  # too small, and the top is only the integer's width
+            bounds = f"> {shown(low)}" if low_open else f">= {shown(low)}"
+        elif high >= MAX_INT:
+            bounds = f"at most {shown(high)} (a 64-bit integer)"
+        else:
+            bounds = f"between {shown(low)} and {shown(high)}"
         raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
     return value
 
 
+MAX_INT = (1 << 63) - 1  # a LIMIT past a 64-bit integer is a parser error in every store (pyoxigraph's leaked out)
+
+
 def positive_int(text: str) -> int:
-    """argparse type: a whole number >= 1."""
-    return _number(int, text, 1, None)
+    """argparse type: a whole number >= 1 (and at most `MAX_INT`)."""
+    return _number(int, text, 1, MAX_INT)
 
 
 def nonnegative_int(text: str) -> int:
-    """argparse type: a whole number >= 0 (options where 0 means none/all)."""
-    return _number(int, text, 0, None)
+    """argparse type: a whole number >= 0 (options where 0 means none/all; at most `MAX_INT`)."""
+    return _number(int, text, 0, MAX_INT)
 
 
 def positive_float(text: str) -> float:
@@ -224,12 +233,16 @@ def open_client(args: argparse.Namespace) -> HttpClient:
     return HttpClient.from_options(http_options(args))
 
 
+EXAMPLE_NAMES = {"--view": "view.html", "--dot": "view.dot", "--rdf": "subgraph.trig", "--costs": "costs.json"}  # else: predictions
+
+
 def check_writable(path: str | os.PathLike, option: str) -> None:
     """Fail before any work when an output path cannot be written (a directory, a missing or read-only
     directory, a read-only file), with one line naming the option: not after a long run, at its end."""
     target = Path(path)
     if target.is_dir():
-        raise KgfedError(f"{option} {path} is a directory: give a file path, e.g. {target / 'out.jsonl'}")
+        example = target / EXAMPLE_NAMES.get(option, "out.jsonl")  # a name of the kind the option writes
+        raise KgfedError(f"{option} {path} is a directory: give a file path, e.g. {example}")
     parent = target.parent
     if not parent.is_dir():
         raise KgfedError(f"cannot write {path}: directory {parent} does not exist (create it, or give another {option})")

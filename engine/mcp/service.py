@@ -61,6 +61,12 @@ def _partial(answers: Sequence[Any]) -> dict[str, Any]:
     return {"partial": bool(cut), "partial_note": "; ".join(notes) or None}
 
 
+def _quoted(text: str, width: int = 60) -> str:
+    """`repr` of the id as given, shortened: 'Q42\\n' shows its line feed (`_short` would make it 'Q42')."""
+    shown = repr(str(text))
+    return shown if len(shown) <= width else shown[:width - 1] + "…"
+
+
 def _short(text: str | None, width: int = 60) -> str:
     if text is None:
         return ""
@@ -122,7 +128,7 @@ class Engine:
             found[name] = graph
         if not found:
             forms = "; ".join(f"{n}: {g.dialect.id_example}" for n, g in chosen.items())
-            raise InvalidIdentifier(f"invalid entity id {_short(entity, 50)!r}: no KG of this server takes it ({forms})")
+            raise InvalidIdentifier(f"invalid entity id {_quoted(entity, 50)}: no KG of this server takes it ({forms})")
         return found
 
     def describe(self) -> list[dict[str, Any]]:
@@ -188,7 +194,7 @@ class Engine:
                 continue
             fits[name] = g
         if not fits:
-            raise InvalidIdentifier(f"invalid relation id {_short(relation, 60)!r} for {', '.join(chosen)}: use P69, "
+            raise InvalidIdentifier(f"invalid relation id {_quoted(relation, 60)} for {', '.join(chosen)}: use P69, "
                                     "people.person.nationality or r1|r2 (see the relations tool)")
         found = await asyncio.gather(*(g.neighbors(entity, relation, direction, limit=limit) for g in fits.values()))
         edges = [EdgeOut(**e.to_json()) for es in found for e in es]
