@@ -28,12 +28,13 @@ $(VENV)/.dev: pyproject.toml requirements.lock $(VENV)/.core
 demo: $(VENV)/.core
 	$(BIN)/kgfed demo
 
+# -rs: each skipped test is listed with its reason (a server binary or an extra that is missing here)
 test: $(VENV)/.dev
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -rs $(PYTEST_ARGS)
 
 # the suite without the slow parts: Virtuoso servers, the embedding model, the README examples
 test-fast: $(VENV)/.dev
-	$(BIN)/python -m pytest -q -m "not slow and not virtuoso and not embeddings" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -rs -m "not slow and not virtuoso and not embeddings" $(PYTEST_ARGS)
 
 # lint and types (scripts/check.py, docs/development.md): ruff 0 findings; mypy 0 errors in sparql/cache/endpoints,
 # engine/ at most its baseline (scripts/mypy-engine-baseline)

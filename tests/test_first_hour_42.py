@@ -167,3 +167,15 @@ def test_a_core_install_names_the_extra_for_sbert_alignment(capsys, monkeypatch,
     code, _, err = run(capsys, "align", "m.0282x", "--methods", "sbert", "--cache-dir", str(tmp_path))
     line = one_line_error(err)
     assert code == 2 and "pip install 'kgfed[embeddings]'" in line and "embedder=" not in line
+
+
+# -- make test names each skip's reason; the README's timing says on what machine and load ------------------
+def test_make_test_lists_each_skip_with_its_reason():
+    from .conftest import ROOT
+
+    for target in ("test", "test-fast"):
+        done = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        pytest_lines = [line for line in done.stdout.splitlines() if "-m pytest" in line]
+        assert pytest_lines and all(" -rs " in f" {line} " for line in pytest_lines), (target, done.stdout, done.stderr)
+    timing = next(line for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines() if line.startswith("make test "))
+    assert "2 cores" in timing and "nothing else running" in timing and "~24" in timing, timing
