@@ -46,11 +46,12 @@ import time
 from collections import Counter
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-if TYPE_CHECKING:  # imported where used (sleeps, semaphores): the SPARQLWrapper drop-in's import never loads it
+if TYPE_CHECKING:  # imported where used (sleeps, semaphores): the SPARQLWrapper drop-in's import never loads them
     import asyncio
+    import logging
 
 
 from ..sparql.errors import ClientClosed, EndpointError, HttpStatusError
@@ -78,9 +79,10 @@ class _Log:
     handler prints them, as before)."""
 
     def __init__(self, name: str) -> None:
-        self.name, self._logger_made = name, None
+        self.name = name
+        self._logger_made: logging.Logger | None = None
 
-    def _logger(self):
+    def _logger(self) -> logging.Logger:
         logger = self._logger_made
         if logger is None:
             import logging
@@ -88,18 +90,18 @@ class _Log:
             logger = self._logger_made = logging.getLogger(self.name)
         return logger
 
-    def debug(self, *args, **kwargs) -> None:
+    def debug(self, *args: Any, **kwargs: Any) -> None:
         if self._logger_made is not None or "logging" in sys.modules:
             self._logger().debug(*args, stacklevel=2, **kwargs)
 
-    def info(self, *args, **kwargs) -> None:
+    def info(self, *args: Any, **kwargs: Any) -> None:
         if self._logger_made is not None or "logging" in sys.modules:
             self._logger().info(*args, stacklevel=2, **kwargs)
 
-    def warning(self, *args, **kwargs) -> None:
+    def warning(self, *args: Any, **kwargs: Any) -> None:
         self._logger().warning(*args, stacklevel=2, **kwargs)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._logger(), name)
 
 
@@ -320,7 +322,7 @@ class HttpClient:
 
     @classmethod
     def from_options(cls, options: HttpOptions, *, transport: AsyncTransport | None = None,
-                     host_limits: Mapping[str, int] | None = None, **tuning) -> HttpClient:
+                     host_limits: Mapping[str, int] | None = None, **tuning: Any) -> HttpClient:
         """The client a run's `HttpOptions` describe: the one way code outside this module builds one.
 
         `concurrency` caps every host (the polite ones included); without it each host keeps its own cap
@@ -338,7 +340,7 @@ class HttpClient:
 
     @classmethod
     def configured(cls, *, user_agent: str | None = None, contact: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-                   concurrency: int | None = None, transport: AsyncTransport | None = None, **tuning) -> HttpClient:
+                   concurrency: int | None = None, transport: AsyncTransport | None = None, **tuning: Any) -> HttpClient:
         """A client from CLI-style options (0.2's spelling of `from_options(HttpOptions(...))`)."""
         options = HttpOptions(timeout=timeout, user_agent=user_agent, contact=contact, concurrency=concurrency,
                               **{k: tuning.pop(k) for k in ("per_host", "retries") if k in tuning})
@@ -348,7 +350,7 @@ class HttpClient:
     async def __aenter__(self) -> HttpClient:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
@@ -490,7 +492,7 @@ class HttpClient:
                     self.retries if retries is None else retries)
         return await self._send(call)
 
-    async def get_json(self, url: str, *, params: dict[str, str] | None = None, headers: dict[str, str] | None = None):
+    async def get_json(self, url: str, *, params: dict[str, str] | None = None, headers: dict[str, str] | None = None) -> Any:
         """GET and decode JSON; a non-2xx status raises HttpStatusError, a malformed body EndpointError."""
         response = await self.request("GET", url, params=params, headers=headers)
         if response.status >= 400:

@@ -191,7 +191,7 @@ def test_the_clients_log_records_name_the_line_that_logged(caplog):
     records = [r for r in caplog.records if r.name == "kgfed.http"]
     assert [r.getMessage() for r in records] == ["GET http://127.0.0.1:9/sparql (attempt 1)",
                                                  f"GET 127.0.0.1:9 answered 200 ({len(json.dumps(DOC))} bytes)"]
-    assert {(r.funcName, Path(r.pathname).name) for r in records} == {("request", "client.py")}
+    assert {(r.funcName, Path(r.pathname).name) for r in records} == {("__call__", "handlers.py")}  # the client's chain
 
 
 def test_the_redacting_filter_is_one_logging_filter_class():
