@@ -9,7 +9,8 @@ whitespace-normalised), plus the body for everything else: vcrpy's default ignor
 POSTs replayed out of order would silently swap answers. Secrets never reach a cassette: the
 `Authorization`/key/cookie request headers and key/token parameters are dropped, the URL's userinfo
 (`http://user:pw@host/…`; `HttpEndpoint` already sends it as a header) is cut, every remembered
-secret (`sparql.secrets.redact`) is masked in the URL and body, and `Set-Cookie` answers are dropped.
+secret is masked in the URL and body where it stands as a whole value (`sparql.secrets.redact_credentials`:
+a password that also occurs in a query's text stays in the query), and `Set-Cookie` answers are dropped.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 import vcr
 import yaml
 
-from ..sparql.secrets import redact, strip_credentials
+from ..sparql.secrets import redact_credentials, strip_credentials
 from .responses import normalise_query
 
 SECRET_HEADERS = ["authorization", "x-api-key", "api-key", "cookie", "set-cookie", "proxy-authorization"]
@@ -63,12 +64,12 @@ def _params_except_query(r1: Any, r2: Any) -> None:
 
 
 def _scrub_request(request: Any) -> Any:
-    """What is recorded of a request: no userinfo, no remembered secret in its URL or body."""
-    request.uri = redact(strip_credentials(request.uri))
+    """What is recorded of a request: no userinfo, no remembered secret as a value in its URL or body."""
+    request.uri = redact_credentials(strip_credentials(request.uri))
     body = request.body
     if body:
         text = body.decode("utf-8", "surrogateescape") if isinstance(body, bytes) else str(body)
-        clean = redact(text)
+        clean = redact_credentials(text)
         if clean != text:
             request.body = clean.encode("utf-8", "surrogateescape") if isinstance(body, bytes) else clean
     return request

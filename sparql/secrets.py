@@ -100,6 +100,24 @@ def redact(text: str, *secrets: str | None) -> str:
     return out
 
 
+def redact_credentials(text: str) -> str:
+    """`text` (a request's URL or body, as a cassette records it) with URL credentials and API tokens masked, and
+    each remembered secret only where it stands as a whole value: a URL or form parameter's (`=SECRET` up to `&`
+    or the end), a URL path segment (`/SECRET/`) or a quoted JSON string's (`"SECRET"`). A password that also occurs in the data (`people`, in a
+    query naming `people.person.gender`) is left in the data, where it is no credential."""
+    if not text:
+        return text
+    userinfo, tokens, _ = _patterns()
+    out = userinfo.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    for pattern in tokens:
+        out = pattern.sub(_mask_token, out)
+    for secret in known_secrets():
+        if len(secret) >= _MIN_SECRET and secret in out:
+            escaped = re.escape(secret)
+            out = re.sub(rf"(?<==){escaped}(?=&|$)|(?<=/){escaped}(?=[/?#]|$)|(?<=\"){escaped}(?=\")", MASK, out)
+    return out
+
+
 def _filter(self: Any, record: Any) -> bool:
     """Pass `record` through :func:`redact` (its message, and an error quoted in its traceback)."""
     message = record.getMessage()

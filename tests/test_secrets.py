@@ -286,3 +286,27 @@ def test_unknown_specs_and_kg_specs_do_not_echo_a_password():
     with pytest.raises(UnknownEndpoint) as caught:
         resolve_endpoint(f"ftp://{USER}:{ENCODED}@host/x")
     assert leaks(str(caught.value)) == []
+
+
+# -- cassettes: a secret masked where it is a credential, not inside the data ---------------------------------
+def test_a_password_that_occurs_in_the_data_is_masked_only_as_a_credential(monkeypatch):
+    """Issue 41: with the password `people`, a cassette showed `***.person.gender` in the recorded query."""
+    import vcr.request
+
+    from kgfed.cache.recording import _scrub_request
+
+    monkeypatch.setattr(secrets, "_known", set())  # this test's secret is forgotten after it
+    url, header = split_credentials("http://reader:people@127.0.0.1:8890/sparql")
+    assert header is not None
+    query = "SELECT ?g WHERE { ?p <http://rdf.freebase.com/ns/people.person.gender> ?g }"
+    from urllib.parse import urlencode
+
+    fields = urlencode({"query": query, "pw": "people"})
+    recorded = _scrub_request(vcr.request.Request("POST", f"http://reader:people@127.0.0.1:8890/people/sparql?{fields}",
+                                                  fields.encode(), {}))
+    for text in (recorded.uri, recorded.body.decode()):
+        assert "people.person.gender" in text and "pw=***" in text and "=people" not in text
+    assert recorded.uri.startswith("http://127.0.0.1:8890/***/sparql?")  # userinfo cut, a path segment masked
+    json_body = secrets.redact_credentials('{"password_of_the_day": "people", "question": "which people live here"}')
+    assert json_body == '{"password_of_the_day": "***", "question": "which people live here"}'
+    assert redact("people.person.gender") == "***.person.gender"  # messages stay on the safe side: masked anywhere
