@@ -291,6 +291,14 @@ class _Closed:
         raise StoreClosed(f"the cache at {self.location} is closed: open it again")
 
 
+def _redis_reason(exc: BaseException) -> str:
+    """redis-py's error in one line, without the pipeline command it quotes (`Command # 1 (SET kgfed:KIND:KEY
+    VALUE...) of pipeline caused error: ...`: raw key and value bytes)."""
+    text = str(exc).rpartition(" of pipeline caused error: ")[2].strip()
+    line = text.splitlines()[0] if text else ""
+    return f"{exc.__class__.__name__}: {redact(line)[:200]}" if line else exc.__class__.__name__
+
+
 class RedisStore:
     """One kind's keys in a Redis database (`kgfed:KIND:KEY`), shared by every machine that reaches it.
 
@@ -321,8 +329,10 @@ class RedisStore:
         try:
             return call(*args)
         except self._errors as exc:
-            raise CacheError(f"the Redis cache at {self.location} failed to {what} ({exc.__class__.__name__}: {redact(str(exc))}): "
-                             f"check the server, or run with --no-cache") from None
+            fix = "check the server, or run with --no-cache"
+            if exc.__class__.__name__ == "OutOfMemoryError":  # the server's maxmemory is reached
+                fix = "raise the server's maxmemory or give it an eviction policy (maxmemory-policy allkeys-lru), or run with --no-cache"
+            raise CacheError(f"the Redis cache at {self.location} failed to {what} ({_redis_reason(exc)}): {fix}") from None
 
     def get(self, key: str) -> bytes | None:
         return self._do("read", self.client.get, self.prefix + key)

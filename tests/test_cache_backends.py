@@ -233,6 +233,34 @@ def test_a_lost_redis_is_one_warning_a_miss_and_the_writer_keeps_going(tmp_path,
     assert cache.get("k2") == result  # still served from memory
 
 
+def test_a_full_redis_is_one_line_without_the_keys_or_values(redis_root, redis_server):
+    """redis-py quotes a failed pipeline's command (`Command # 1 (SET kgfed:KIND:KEY b'...') of pipeline caused
+    error`): the warning names the server and the fix, never raw key or value bytes (issue 41)."""
+    import redis
+
+    from kgfed.cache.root import CacheError, RedisStore
+
+    admin = redis.Redis(host="127.0.0.1", port=redis_server.port)
+    before = admin.config_get("maxmemory")["maxmemory"], admin.config_get("maxmemory-policy")["maxmemory-policy"]
+    store = RedisStore(redis_root, "responses")
+    try:
+        admin.config_set("maxmemory", 1)
+        admin.config_set("maxmemory-policy", "noeviction")
+        for write in (lambda: store.set_many([("ab" * 32, b"\x00\xff" * 500), ("cd" * 32, b"v")]),
+                      lambda: store.add_many([("ef" * 32, b"\x00\xff" * 500)]), lambda: store.set("gh" * 32, b"v")):
+            with pytest.raises(CacheError) as caught:
+                write()
+            message = str(caught.value)
+            assert re.fullmatch(r"the Redis cache at redis://127\.0\.0\.1:\d+/\d+ failed to write \(OutOfMemoryError: "
+                                r"command not allowed when used memory > 'maxmemory'\.\): raise the server's maxmemory or "
+                                r"give it an eviction policy \(maxmemory-policy allkeys-lru\), or run with --no-cache", message)
+    finally:
+        admin.config_set("maxmemory", before[0])
+        admin.config_set("maxmemory-policy", before[1])
+        store.close()
+        admin.close()
+
+
 # -- a run across machines: a two-node Ray cluster simulated on this one -------------------------------
 class FirstEdge(Method):
     """A small real, LLM- and embedding-free method: the topic's smallest outgoing relation whose
