@@ -20,7 +20,7 @@ How to add a profile (one module, one registry line):
     async def _lookup(args: dict, ctx: ToolContext) -> str:
         kg = ctx.kg_for(args["entity"])                      # the KG whose dialect takes the id (or a one-line error)
         found = await kg.relations(args["entity"])           # every KG call through the facade
-        return "\\n".join(ctx.show_relation(kg, r) for r in found) or "no relations"
+        return "\\n".join(f"{r.direction} {r.relation}" for r in found) or "no relations"
 
     class MineProfile(ToolProfile):
         name = "mine"
@@ -35,6 +35,10 @@ How to add a profile (one module, one registry line):
                     answer_tool()]
 
     # engine/agent/tools.py: PROFILES["mine"] = ".profiles.mine:MineProfile"
+    # (another package: an entry point `mine = "pkg.module:MineProfile"` in the group `kgfed.tools`)
+
+A tool that shows one hop's far ends gets a `hint=hop_hint({...})` so that `--llm gold` can drive the
+profile (HINTS below); `answer_tool()` carries its own.
 
 `ToolProfile.opening(question, ctx)` writes the first user message (the question and its topic entities
 by default); `ToolProfile.final(args, ctx)` turns the answer tool's arguments into the answer (names, and
