@@ -66,22 +66,7 @@ def _show(item: Any) -> str:
 
 async def _all(coros: Sequence) -> list:
     """Every result in order, or the first failure (in order) with every sibling cancelled."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        for task in tasks:
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise task.exception()
-        return [task.result() for task in tasks]
-    finally:
-        pending = [task for task in tasks if not task.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-        for task in tasks:  # siblings that failed too: their errors are seen (no "never retrieved" noise)
-            if task.done() and not task.cancelled():
-                task.exception()
+    return await _settled(coros, lambda exc: False)
 
 
 async def _settled(coros: Sequence, tolerated: Callable[[BaseException], bool]) -> list:
