@@ -56,15 +56,10 @@ def test_every_old_name_imports_from_the_package_as_its_new_home_defines_it():
     assert set(OLD_PUBLIC) <= set(namespace)
 
 
-def test_the_old_engine_path_gives_the_package():
-    import warnings
-
+def test_the_old_engine_path_is_gone_in_0_3():
     sys.modules.pop("kgfed.engine.prompts", None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        old = importlib.import_module("kgfed.engine.prompts")
-    assert old is P and old.parse_sufficient("{Yes}. It is.") is True
-    assert any("kgfed.engine.toolbox.prompts" in str(w.message) for w in caught)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("kgfed.engine.prompts")  # kgfed.engine.toolbox.prompts since 0.2.0 (docs/migration.md)
 
 
 def test_no_toolbox_module_over_700_lines():
