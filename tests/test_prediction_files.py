@@ -228,3 +228,10 @@ def test_reading_by_the_api_is_unchanged(tog_file):
         read_predictions(tog2, "tog")
     assert sorted(p.name for p in tog_file.parent.iterdir() if p.is_file()) == sorted(  # no stray temporary files
         [tog_file.name, meta_path_for(tog_file).name, costs_path_for(tog_file).name, tog2.name])
+
+
+def test_a_resume_may_add_a_fallback_to_the_same_kg(tog_file):
+    spec = cwq_spec()
+    spec = replace(spec, kgs=(replace(spec.kgs[0], fallbacks=("qlever-freebase",)),))  # never asked: the file answers
+    summary = asyncio.run(run(spec, cwq_questions(5), tog_file, progress=False))
+    assert (summary["skipped"], summary["new"], summary["failed"]) == (4, 1, 0)

@@ -114,7 +114,7 @@ class Output:
         return own
 
     def _refuse_other_options(self, old: Mapping[str, Any]) -> None:
-        differ = [k for k in self.RESUME_KEYS if k in self.meta and old.get(k) != self.meta[k]]
+        differ = [k for k in self.RESUME_KEYS if k in self.meta and _resumable(k, old.get(k)) != _resumable(k, self.meta[k])]
         if differ:
             then = " ".join(_option(k, old.get(k)) for k in differ)
             now = " ".join(_option(k, self.meta.get(k)) for k in differ)
@@ -204,6 +204,13 @@ class Output:
         tmp.write_text("".join(json.dumps(self.costs[k], ensure_ascii=False) + "\n" for k in self._sorted(self.costs)),
                        encoding="utf-8")
         os.replace(tmp, self.costs_path)
+
+
+def _resumable(key: str, value: Any) -> Any:
+    """What must match to resume: a KG's name and endpoint (its --fallback, dialect and scope may change)."""
+    if key == "kgs" and isinstance(value, list):
+        return [(k.get("name"), k.get("endpoint")) for k in value if isinstance(k, dict)]
+    return value
 
 
 def _field(fmt: str) -> str:
