@@ -68,6 +68,7 @@ from typing import Any, ClassVar
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from ...sparql.registry import Registry
 from ..kg.facade import KG
+from ..kg.model import Edge
 
 __all__ = ["PROFILES", "TOOL_PROFILES", "Tool", "ToolContext", "ToolError", "ToolProfile", "answer_tool", "check_arguments",
            "get_profile", "hop_hint"]
@@ -198,6 +199,7 @@ class ToolContext:
     names: dict[str, str] = field(default_factory=dict)
     stats: Counter[str] = field(default_factory=Counter)
     sparql_rows: int = 100  # the guarded sparql tool's row cap
+    edges: list[Edge] = field(default_factory=list)  # the KG edges tool results showed (`walked`), in order
 
     def kg_named(self, name: str | None) -> KG:
         """The KG called `name`, or the only one; else a one-line error naming the choices."""
@@ -221,6 +223,35 @@ class ToolContext:
             return graph
         forms = "; ".join(f"{n}: {g.dialect.id_example}" for n, g in self.kgs.items())
         raise ToolError(f"invalid id {str(ident)[:60]!r}: no KG of this run takes it ({forms})")
+
+    def walked(self, edge: Edge) -> None:
+        """Note that a tool result showed `edge` (the agent's reasoning paths are built from these)."""
+        known = edge.subject_label if edge.direction == "out" else edge.object_label
+        if not known and self.names.get(edge.origin):
+            edge = edge.with_origin_label(self.names[edge.origin])
+        self.edges.append(edge)
+        self.saw(edge.entity, edge.label)
+
+    def paths_to(self, ids: list[str], limit: int = 7) -> list[list[Edge]]:
+        """For each answer id, the chain of shown edges that reached it from a topic entity (or from the first
+        entity asked about), at most `limit` long: the agent's reasoning paths."""
+        reached: dict[str, Edge] = {}
+        for edge in self.edges:
+            reached.setdefault(edge.entity, edge)
+        topics = {i for ids_ in self.topics.values() for i in ids_}
+        paths = []
+        for ident in ids:
+            path: list[Edge] = []
+            node = ident
+            while node in reached and node not in topics and len(path) < limit:
+                edge = reached[node]
+                if edge in path:
+                    break
+                path.append(edge)
+                node = edge.origin
+            if path:
+                paths.append(path[::-1])
+        return paths
 
     def saw(self, ident: str, name: str | None) -> None:
         """Note that a tool result showed `ident` named `name` (the answer tool resolves ids by it)."""

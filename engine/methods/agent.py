@@ -59,10 +59,11 @@ class Agent(Method):
         ctx = ToolContext(self.kgs, question, {k: dict(v) for k, v in topics.items()}, sparql_rows=self.params.sparql_rows)
         run = await run_agent(self.llm, self.profile, ctx, question, turns=self.params.turns,
                               temperature=self.params.temperature, max_tokens=self.params.max_tokens)
-        hops = _hops(run)
+        paths = ctx.paths_to(run.ids)
+        hops = max((len(p) for p in paths), default=0) or _hops(run)
         if hops:
             charge("hops", hops)
-        return Result(question, "; ".join(run.names), run.ids, method=self.name,
+        return Result(question, "; ".join(run.names), run.ids, paths, method=self.name,
                       reasoning="" if run.answered else f"no answer within {self.params.turns} turns",
                       extra={"profile": self.profile.name, "turns": run.turns, "answered": run.answered,
                              "tool_calls": run.calls})

@@ -62,7 +62,7 @@ async def relations(args: dict[str, Any], ctx: ToolContext) -> str:
 def _edge_line(edge: Edge, ctx: ToolContext) -> str:
     if edge.literal:
         return f'value: "{_short(edge.entity, 200)}"'
-    ctx.saw(edge.entity, edge.label)
+    ctx.walked(edge)
     via = f"; via {', '.join(edge.via)}" if edge.via else ""
     return f"{edge.entity}: {edge.label or '(no name)'}{via}"
 
