@@ -438,31 +438,29 @@ class QueryWorkers:
         return await asyncio.to_thread(parse_sparql_json, payload, source=self.name, budget=budget)
 
     async def _checkout(self, timeout: float) -> _Worker:
-        """An idle worker within `timeout` seconds, plus the slowest load so far while one is being started (a
-        replacement reloads the store: a caller waits for it rather than fail)."""
+        """An idle worker within `timeout` seconds; while a worker is on its way back (its interrupted query settling,
+        or a replacement loading the store) the wait is extended once by the grace and twice the slowest load so far:
+        a caller waits for a replacement, it does not fail because another caller's query was stopped."""
         idle = self._ensure()
-        try:
-            async with asyncio.timeout(timeout) as deadline:
-                while True:
-                    if self._starting and self.load_seconds:  # a replacement is on its way: wait for it too
-                        deadline.reschedule(max(deadline.when() or 0, asyncio.get_running_loop().time()
-                                                + max(self.load_seconds)))
+        loop = asyncio.get_running_loop()
+        deadline, extended = loop.time() + timeout, False
+        while True:
+            try:
+                async with asyncio.timeout_at(deadline):
                     got = await idle.get()
-                    if isinstance(got, UnknownEndpoint):  # the file itself is bad: no new worker would load it
-                        idle.put_nowait(got)
-                        raise UnknownEndpoint(str(got))
-                    if isinstance(got, str):  # its start failed: say so, and try a new one for the next call
-                        self._replace()
-                        raise EndpointError(f"{got}: check the installation (python -m kgfed.endpoints.oxiworker)")
-                    if got.proc.returncode is None:
-                        return got
-                    self._discard(got, "died")  # died while idle: its replacement is on the way
-        except TimeoutError:
-            if not self.load_seconds:  # none has loaded the store yet: nothing was busy, the load took the time
-                raise EndpointTimeout(f"the embedded store's query workers were still loading {self.name} after "
-                                      f"{timeout:g} s (--timeout counts the load too): raise --timeout") from None
-            raise EndpointTimeout(f"every query worker of the embedded store was busy for {timeout:g} s: "
-                                  "try again, or raise --timeout") from None
+            except TimeoutError:
+                if self._starting and not extended:
+                    deadline = loop.time() + INTERRUPT_GRACE + 2 * max(self.load_seconds, default=timeout) + 1
+                    extended = True
+                    continue
+                raise EndpointTimeout(f"every query worker of the embedded store was busy for {timeout:g} s: "
+                                      "try again, or raise --timeout") from None
+            if isinstance(got, str):  # its start failed: say so, and try a new one for the next call
+                self._replace()
+                raise EndpointError(f"{got}: check the installation (python -m kgfed.endpoints.oxiworker)")
+            if got.proc.returncode is None:
+                return got
+            self._discard(got, "died")  # died while idle: its replacement is on the way
 
     def _release(self, worker: _Worker) -> None:
         if self._closed:

@@ -2,8 +2,9 @@
 
 `FairLanes(size)` hands out `size` lanes. No caller holds more than `per_caller` of them (default: all but
 one, so a caller alone with several queries in flight always leaves a lane for the next caller), and a lane
-that frees goes to the waiting caller that holds the fewest, the one waiting longest among equals: two heavy
-callers cannot keep a third one's cheap query waiting behind their queues, only behind one running query.
+that frees goes to the waiting caller that holds the fewest, and among equals to the one served least recently
+(round robin; a new caller first): two heavy callers cannot keep a third one's cheap query waiting behind their
+queues, only behind one running query.
 A waiter cancelled (its caller gave up) leaves the queue, and a lane granted to it at that moment is passed on.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ class FairLanes:
         self.held: Counter[Hashable] = Counter()
         self._waiting: dict[Hashable, list[tuple[int, asyncio.Future[None]]]] = {}
         self._order = itertools.count()
+        self._served: dict[Hashable, int] = {}  # caller -> when it last got a lane (the grant's number)
 
     @property
     def free(self) -> int:
@@ -64,16 +66,18 @@ class FairLanes:
         self._dispatch()
 
     def _dispatch(self) -> None:
-        """Grant free lanes: to the eligible caller holding the fewest, the longest waiting among equals."""
+        """Grant free lanes: to the eligible caller holding the fewest, the least recently served among equals."""
         while self.free > 0:
-            eligible = [(self.held[c], q[0][0], c) for c, q in self._waiting.items() if q and self.held[c] < self.per_caller]
+            eligible = [(self.held[c], self._served.get(c, -1), q[0][0], c) for c, q in self._waiting.items()
+                        if q and self.held[c] < self.per_caller]
             if not eligible:
                 return
-            _, _, caller = min(eligible, key=lambda item: item[:2])
+            caller = min(eligible, key=lambda item: item[:3])[3]
             _, future = self._waiting[caller].pop(0)
             if not self._waiting[caller]:
                 del self._waiting[caller]
             if future.done():  # cancelled while queued: skip it
                 continue
             self.held[caller] += 1
+            self._served[caller] = next(self._order)
             future.set_result(None)
