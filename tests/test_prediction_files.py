@@ -235,3 +235,14 @@ def test_a_resume_may_add_a_fallback_to_the_same_kg(tog_file):
     spec = replace(spec, kgs=(replace(spec.kgs[0], fallbacks=("qlever-freebase",)),))  # never asked: the file answers
     summary = asyncio.run(run(spec, cwq_questions(5), tog_file, progress=False))
     assert (summary["skipped"], summary["new"], summary["failed"]) == (4, 1, 0)
+
+
+def test_a_whole_last_record_without_its_line_feed_is_kept_and_extended(tmp_path, cwq_store):
+    """A ToG file written by another tool whose last record lacks the final line feed: a record, not a torn line."""
+    questions = cwq_questions(3)
+    out = tmp_path / "ToG_cwq.jsonl"
+    out.write_text("\n".join(json.dumps({"question": q.text, "results": "{x}", "reasoning_chains": []})
+                             for q in questions[:2]), encoding="utf-8")
+    summary = asyncio.run(run(cwq_spec(), questions, out, progress=False))
+    assert (summary["skipped"], summary["new"]) == (2, 1)
+    assert [r["results"] for r in lines(out)][:2] == ["{x}", "{x}"] and len(lines(out)) == 3

@@ -455,8 +455,13 @@ def _not_predictions(path: Path, why: str, option: str) -> DatasetError:
 
 
 def _lines(text: str, path: Path, option: str) -> tuple[list[Any], bool]:
-    torn = not text.endswith("\n")
-    whole = text.split("\n")[:-1]
+    """The records of a JSONL text, and whether its last line is unfinished (a last line that is a whole
+    JSON object without its line feed is a record, not a torn one)."""
+    whole = text.split("\n")
+    last = whole.pop()  # "" when the text ends in a line feed
+    torn = bool(last.strip()) and not _is_object(last)
+    if last.strip() and not torn:
+        whole.append(last)
     records = []
     for number, line in enumerate(whole, 1):
         if line.strip():
@@ -465,6 +470,13 @@ def _lines(text: str, path: Path, option: str) -> tuple[list[Any], bool]:
             except ValueError:
                 raise _not_predictions(path, f"line {number} is not JSON", option) from None
     return records, torn
+
+
+def _is_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 def sniff_predictions(path: str | Path, option: str = "--out") -> Sniffed:

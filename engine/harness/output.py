@@ -83,6 +83,7 @@ class Output:
         self.costs: dict[str, dict[str, Any]] = {}
         self._files: dict[Path, Any] = {}
         self._meta_written = False
+        self._torn: set[Path] = set()  # files whose last line a killed run left unfinished
         self._own = self._check()  # read-only: every refusal comes before any write
         self._load()
 
@@ -106,6 +107,7 @@ class Output:
             raise KgfedError(f"{self.path} holds {found} predictions, not {self.fmt}: pass --format {found} to resume it, "
                              "or choose another --out (the file is left as it is)")
         sniffed = [s for s in (main, journal) if s is not None]
+        self._torn = {f for f, s in ((self.path, main), (self.journal, journal)) if s is not None and s.torn}
         own = old is not None or all(s.own or s.format is None and not s.torn for s in sniffed)
         if any(s.torn for s in sniffed) and not own:
             raise KgfedError(f"{self.path} ends in an unfinished line and kgfed did not write it (no {self.meta_path.name}): "
@@ -139,7 +141,7 @@ class Output:
         for source in sources:
             if not source.is_file() or source.stat().st_size == 0:
                 continue
-            if source == self.journal and self._own:
+            if source in self._torn and self._own:
                 _drop_partial_line(source)
             for i, record in enumerate(read_records(source, what="prediction file")):
                 prediction = prediction_from_record(record, self.fmt, f"{source} record {i} (resuming)")
@@ -171,7 +173,10 @@ class Output:
         self._write_meta()
         handle = self._files.get(path)
         if handle is None:
+            ends_open = path.is_file() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
             handle = self._files[path] = path.open("a", encoding="utf-8")
+            if ends_open:  # a whole last record without its line feed (a file written by hand or another tool)
+                handle.write("\n")
         handle.write(json.dumps(record, ensure_ascii=False) + "\n")  # one whole line per write
         handle.flush()
 
