@@ -231,11 +231,15 @@ def kind_named(name: str) -> ServerKind:
 
 def kind_of_host(host: str) -> ServerKind:
     """The kind a host (`name[:port]`) is known to be: the public services by name, else `GENERIC`."""
-    bare = host.split(":")[0].lower()
-    if bare in QLEVER.hosts:
-        return KINDS["qlever"]
+    return KINDS[_kind_name(host)]
+
+
+@functools.lru_cache(maxsize=256)  # asked a few times a request
+def _kind_name(host: str) -> str:
+    if host.split(":")[0].lower() in QLEVER.hosts:
+        return "qlever"
     if is_query_service(host):
-        return KINDS["wdqs"]
+        return "wdqs"
     if is_wikimedia(host):
-        return KINDS["wikimedia-api"]
-    return KINDS["generic"]
+        return "wikimedia-api"
+    return "generic"
