@@ -147,12 +147,11 @@ def make_aligner(args: argparse.Namespace, kgs: dict[str, Any], embedder: Any = 
 async def cmd_align(args: argparse.Namespace) -> int:
     from .app import emit
 
-    names = kg_names(args)
-    if len(names) < 2:  # nothing to align to: every id would come back "no counterpart"
-        raise KgfedError(f"align needs two KGs, got only {names[0]!r}: name the other one too, e.g. "
-                         f"--kg freebase,wikidata (or --endpoint NAME=SPEC twice)")
     async with open_session(args) as session:
         kgs = session.kgs
+        if len(kgs) < 2:  # nothing to align to: every id would come back "no counterpart" (checked once each KG opened)
+            raise KgfedError(f"align needs two KGs, got only {next(iter(kgs))!r}: name the other one too, e.g. "
+                             f"--kg freebase,wikidata (or --endpoint NAME=SPEC twice)")
         aligner = make_aligner(args, kgs, session.embedder)
         found = await aligner.align(args.ids)
         wanted: dict[str, set[str]] = {n: set() for n in kgs}
