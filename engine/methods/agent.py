@@ -88,7 +88,7 @@ class Agent(Method):
                           "the question (LLM-free baseline: pass --llm for the agent)", extra={"llm_free": True})
         _, _, relation, direction, name, topic = max(found, key=lambda f: (f[0], f[1], [-ord(c) for c in f[2]]))
         kg = self.kgs[name]
-        edges = list(await kg.neighbors(topic, relation, direction, limit=3))
+        edges = [e.with_origin_label(topics[name].get(topic) or None) for e in await kg.neighbors(topic, relation, direction, limit=3)]
         charge("hops")
         return Result(question, "; ".join(e.label or e.entity for e in edges), [e.entity for e in edges if not e.literal],
                       [[e] for e in edges], method=self.name, extra={"llm_free": True},
