@@ -128,7 +128,7 @@ def anthropic_request(messages: Sequence[Message], tools: Sequence[Mapping[str, 
             blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
             blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": _json_object(c.arguments)}
                        for c in message.tool_calls]
-            out.append({"role": "assistant", "content": blocks or message.content})
+            out.append({"role": "assistant", "content": blocks or "(empty reply)"})  # the API refuses empty text
             continue
         if message.role == "tool":
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}
