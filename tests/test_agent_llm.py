@@ -203,3 +203,26 @@ async def test_the_mcp_ask_tool_runs_the_agent(tmp_path):
         answer = await call(client, "ask", question=QUESTION, method="agent", topics=["m.019xz9"])
     assert (answer["method"], answer["answer"], answer["answer_ids"]) == ("agent", "Germany", ["m.0345h"])
     assert answer["cost"]["llm_calls"] == 2 and answer["cost"]["tool_calls"] == 2 and answer["cost"]["sparql_queries"] >= 1
+
+
+def test_native_requests_carry_errors_and_group_results():
+    from kgfed.engine.toolbox.llm_tools import anthropic_request, openai_calls, openai_request
+
+    messages = [Message("system", "S"), Message("user", "Q?"),
+                Message("assistant", "", (ToolCall("t1", "neighbors", '{"entity": "m.1"}'), ToolCall("t2", "labels", "not json"))),
+                Message("tool", "m.2: Two", tool_call_id="t1"), Message("tool", "error: bad", tool_call_id="t2", is_error=True),
+                Message("assistant", ""), Message("user", "error: no tool call in your reply.")]
+    sent = anthropic_request(messages, [])
+    assert sent["system"] == "S" and "tools" not in sent
+    assert sent["messages"][1]["content"][1] == {"type": "tool_use", "id": "t2", "name": "labels", "input": {"text": "not json"}}
+    assert sent["messages"][2] == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "m.2: Two"},
+        {"type": "tool_result", "tool_use_id": "t2", "content": "error: bad", "is_error": True}]}
+    assert sent["messages"][3] == {"role": "assistant", "content": "(empty reply)"}
+    assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "user", "assistant", "user"]
+    wire = openai_request(messages, [])["messages"]
+    assert [m["role"] for m in wire] == ["system", "user", "assistant", "tool", "tool", "assistant", "user"]
+    assert wire[4] == {"role": "tool", "tool_call_id": "t2", "content": "error: bad"}
+    assert openai_calls({"tool_calls": [{"id": "c", "type": "function", "function": {"name": "x", "arguments": {"a": 1}}},
+                                        {"type": "function", "function": {"arguments": "{}"}}]}) == (
+        ToolCall("c", "x", '{"a": 1}'), ToolCall("call_1", "", "{}"))
