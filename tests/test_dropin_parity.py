@@ -375,7 +375,8 @@ def test_other_statuses_and_unreachable_servers_raise_what_urllib_raises(echo, t
     closed = "http://127.0.0.1:9/sparql"  # discard port: nothing listens
     want, got = ask(genuine, closed, "ASK {}"), ask(sync, closed, "ASK {}", cache_dir=tmp_path)
     assert isinstance(want, urllib.error.URLError) and isinstance(got, urllib.error.URLError)
-    assert isinstance(got, EndpointError) and "127.0.0.1:9" in str(got)
+    assert isinstance(got, EndpointError) and "127.0.0.1:9" in got.hint
+    assert str(got) == str(want) == "<urlopen error [Errno 111] Connection refused>"  # urllib's words
 
 
 def test_set_timeout_is_honoured(echo, tmp_path):
@@ -662,7 +663,8 @@ def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_stored_or_shown
     stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert stored and b"s3cr3t" not in stored and b"YW5uOnMzY3IzdC1wdw" not in stored and b"ann:" not in stored
     error = raised("http://ann:s3cr3t-pw@127.0.0.1:9/sparql")
-    assert isinstance(error, urllib.error.URLError) and "s3cr3t" not in str(error) and "127.0.0.1:9" in str(error)
+    assert isinstance(error, urllib.error.URLError) and "127.0.0.1:9" in error.hint
+    assert "s3cr3t" not in str(error) and "s3cr3t" not in error.hint
 
 
 def test_a_cache_directory_that_cannot_be_made_costs_a_warning_not_the_answers(echo, tmp_path):

@@ -71,7 +71,9 @@ _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
 # The last response kgfed's client received for the request being sent (per task): when the client
 # gives up (a persistent 429 or 5xx) the drop-in raises with that response's real headers and body.
-_LAST_RESPONSE: contextvars.ContextVar[list[Response] | None] = contextvars.ContextVar("kgfed_sync_last", default=None)
+# A connection that failed leaves its OSError there instead (the drop-in's URLError says what urllib's says).
+_LAST_RESPONSE: contextvars.ContextVar[list[Response | OSError] | None] = contextvars.ContextVar("kgfed_sync_last",
+                                                                                                 default=None)
 
 
 def _remember(response: Response) -> Response:
@@ -79,6 +81,12 @@ def _remember(response: Response) -> Response:
     if holder is not None:
         holder[:] = [response]
     return response
+
+
+def _remember_failure(exc: OSError) -> None:
+    holder = _LAST_RESPONSE.get()
+    if holder is not None:
+        holder[:] = [exc]
 
 
 class _BlockingTransport:
@@ -164,6 +172,8 @@ class _BlockingTransport:
                 raise TransportConnectError(f"{exc.__class__.__name__}: {exc}") from None
             except (OSError, http.client.HTTPException) as exc:
                 connection.close()
+                if isinstance(exc, OSError):
+                    _remember_failure(exc)
                 raise TransportConnectError(f"{exc.__class__.__name__}: {exc}") from None
             if response.will_close:
                 connection.close()

@@ -338,7 +338,7 @@ class _Runtime:
 async def _exchange(client: HttpClient, method: str, url: str, body: bytes | None, headers: dict[str, str],
                     timeout: float | None, retries: int = 0) -> Response:
     """`client.request`; an EndpointError it raises carries the last response received (`last_response`)."""
-    holder: list[Response] = []
+    holder: list[Response | OSError] = []
     token = _LAST_RESPONSE.set(holder)  # a task's own context, or the caller's (driven without a task): reset below
     try:
         return await client.request(method, url, data=body, headers=headers, timeout=timeout, retries=retries)
@@ -605,8 +605,10 @@ class SPARQLWrapper(_wrapper.SPARQLWrapper):
                 if isinstance(exc, EndpointTimeout):
                     raise _TIMEOUT(f"{host} did not answer within setTimeout({self.timeout}) s: "
                                    "simplify the query or raise the timeout") from None
-                raise _UNREACHABLE(f"{redact(str(exc))}: check that the endpoint is running and the URL is right") from None
-            if last is not None and last.status == status:  # what the server really sent (headers, body)
+                hint = f"{redact(str(exc))}: check that the endpoint is running and the URL is right"
+                # urllib's text for the same failure: `<urlopen error [Errno 111] Connection refused>`
+                raise _UNREACHABLE(hint, text=f"<urlopen error {last}>" if isinstance(last, OSError) else None) from None
+            if isinstance(last, Response) and last.status == status:  # what the server really sent (headers, body)
                 _raise_for_status(url, status, last.headers, last.body)
             if status in _STATUS_ERRORS or not 200 <= status < 300:
                 _raise_for_status(url, status, {}, str(exc).encode())
