@@ -55,7 +55,7 @@ from ...sparql.dialects import NS, WDT, WIKIBASE, Dialect, Direction
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from ...sparql.results import SelectResult, Term
 from ...sparql.secrets import redact
-from .files import DiskError, LineLog, atomic_write, disk_error, drop_partial_line
+from .files import DiskError, LineLog, atomic_write, check_lines, disk_error, drop_partial_line
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -441,6 +441,19 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
+def _nt_line(line: str) -> bool:
+    """A line of an N-Triples file kgfed wrote: a triple (`<s> <p> o .`), or a blank line."""
+    return (line.startswith(("<", "_:")) and line.rstrip().endswith(" .")) or not line.strip()
+
+
+def _report_line(line: str) -> bool:
+    """A JSON object: a line of the report journal, or the sidecar."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return not line.strip()
+
+
 class Journal:
     """The on-disk state of one extraction: finished questions' triples and reports, resumable."""
 
@@ -450,6 +463,7 @@ class Journal:
         self.reports_path = self.out.with_name(self.out.name + ".questions.jsonl")
         self.sidecar = self.out.with_name(self.out.name + ".json")
         self.settings = settings
+        self._check_own()  # before --fresh deletes or a resume merges: never a file kgfed did not write
         if fresh:
             for path in (self.out, self.partial, self.reports_path, self.sidecar):
                 path.unlink(missing_ok=True)
@@ -462,6 +476,19 @@ class Journal:
         self._load_reports()
         self._partial = LineLog(self.partial)  # both cut a torn last line (a full disk, a kill -9) first
         self._reports = LineLog(self.reports_path)
+
+    def _check_own(self) -> None:
+        """Refuse, before anything is deleted, merged or cut, an OUT, journal or sidecar kgfed did not write."""
+        check_lines(self.out, _nt_line, "an N-Triples file", torn_ok=False)  # OUT is written whole (atomic_write)
+        check_lines(self.partial, _nt_line, "an N-Triples journal")
+        check_lines(self.reports_path, _report_line, "an extract report journal")
+        try:
+            ours = not self.sidecar.exists() or "settings" in json.loads(self.sidecar.read_bytes())
+        except (OSError, ValueError, TypeError):
+            ours = False
+        if not ours:
+            raise KgfedError(f"{self.sidecar} is not an extract sidecar kgfed wrote: choose another --out; the file is "
+                             "left as it is")
 
     def _check_settings(self) -> None:
         if not self.sidecar.exists() and not self.reports_path.exists():
@@ -477,7 +504,7 @@ class Journal:
     def _load_reports(self) -> None:
         if not self.reports_path.exists():
             return
-        drop_partial_line(self.reports_path)  # a kill -9 or a full disk mid-line: that question is redone
+        drop_partial_line(self.reports_path, _report_line)  # a kill -9 or a full disk mid-line: that question is redone
         for line in self.reports_path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 record = json.loads(line)

@@ -5,8 +5,9 @@ unit, appended as it finishes) and write their final files at the end. A disk th
 a read-only directory or a `kill -9` can stop a write in the middle of a line; everything here keeps
 that from reaching a result:
 
-- `drop_partial_line(path)`: on resume, cut a last line left unfinished (said on stderr), so the next
-  appended line never joins a torn one;
+- `drop_partial_line(path, is_line)`: on resume, cut a last line left unfinished (said on stderr), so the
+  next appended line never joins a torn one, and only in a file kgfed recognises as its own: with
+  `is_line`, a file one of whose whole lines it rejects is refused (`check_lines`) and left as it is;
 - `LineLog`: appends whole lines; a write that fails is cut back to where it started (truncating a
   file needs no free space), so a journal holds whole lines even after ENOSPC;
 - `atomic_write(path, text)`: a temporary file, then `os.replace`; a failure removes the temporary
@@ -18,6 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ...sparql.errors import KgfedError
@@ -40,10 +42,35 @@ def disk_error(exc: OSError, path: str | os.PathLike, fix: str = FIX) -> DiskErr
     return DiskError(f"cannot write {path} ({reason}): {fix}")
 
 
-def drop_partial_line(path: str | os.PathLike) -> int:
-    """Cut a last line left unfinished by a killed run or a full disk (whole lines are written, but a
-    kill -9 or ENOSPC can stop one midway); returns the bytes dropped (0 when the file ends whole)."""
+def check_lines(path: str | os.PathLike, is_line: Callable[[str], bool], what: str, option: str = "--out",
+                torn_ok: bool = True) -> None:
+    """Refuse (one line, nothing written) an existing file that is not `what`: not UTF-8, or a line `is_line`
+    rejects. An absent or empty file passes; with `torn_ok` (a journal) the last line may be unfinished."""
     path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise KgfedError(f"cannot read {path} ({exc.strerror or exc}): choose another {option}") from None
+    try:
+        lines = data.decode("utf-8").split("\n")
+        lines = lines[:-1] if torn_ok or not lines[-1] else lines
+    except UnicodeDecodeError:
+        lines = None
+    bad = "it is binary, not UTF-8" if lines is None else next(
+        (f"line {n} is not one" for n, line in enumerate(lines, 1) if not is_line(line)), None)
+    if bad:
+        raise KgfedError(f"{path} is not {what} kgfed wrote ({bad}): choose another {option}; the file is left as it is")
+
+
+def drop_partial_line(path: str | os.PathLike, is_line: Callable[[str], bool] | None = None, what: str = "a journal") -> int:
+    """Cut a last line left unfinished by a killed run or a full disk (whole lines are written, but a
+    kill -9 or ENOSPC can stop one midway); returns the bytes dropped (0 when the file ends whole). With
+    `is_line`, only in a file whose whole lines it accepts (else `check_lines` refuses, nothing cut)."""
+    path = Path(path)
+    if is_line is not None:
+        check_lines(path, is_line, what)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -82,10 +109,11 @@ class LineLog:
     that fails midway (ENOSPC after part of the text went to disk) is cut back with `ftruncate`.
     """
 
-    def __init__(self, path: str | os.PathLike, fix: str = FIX):
+    def __init__(self, path: str | os.PathLike, fix: str = FIX, is_line: Callable[[str], bool] | None = None,
+                 what: str = "a journal"):
         self.path = Path(path)
         self.fix = fix
-        drop_partial_line(self.path)
+        drop_partial_line(self.path, is_line, what)
         try:
             self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
