@@ -178,7 +178,7 @@ def open_kg(spec: KGSpec, *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptio
     dialect = spec.effective_dialect
     endpoint = spec.endpoint
     if endpoint is None:
-        if dialect is None:
+        if dialect is None or dialect not in DIALECT_NAMES:  # a plugin's dialect has no bundled demo KG
             raise KgfedError(f"no endpoint for KG {spec.name!r}: add --endpoint {spec.name}=SPEC (e.g. {spec.name}=file:kg.nt)")
         from .data import default_endpoint
 

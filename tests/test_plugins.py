@@ -336,3 +336,21 @@ def test_a_command_naming_built_in_entries_reads_no_entry_points(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert BIRTHPLACE in done.stdout and done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_a_plugin_dialect_without_an_endpoint_asks_for_one():
+    """No bundled demo KG speaks a plugin's dialect: a KG of it without an endpoint is one line, not the Wikidata demo."""
+    import dataclasses
+
+    from kgfed.engine.config import KGSpec, open_kg
+    from kgfed.sparql.dialects import FreebaseDialect
+
+    mirror = dataclasses.replace(FreebaseDialect(), name="mirror2")
+    DIALECT_REGISTRY.register("mirror2", mirror)
+    try:
+        assert get_dialect("mirror2") is mirror
+        with pytest.raises(KgfedError, match=r"^no endpoint for KG 'mk': add --endpoint mk=SPEC"):
+            open_kg(KGSpec("mk", None, "mirror2"))
+    finally:
+        del DIALECT_REGISTRY.entries["mirror2"]
+        DIALECT_REGISTRY._loaded.pop("mirror2", None)
