@@ -77,6 +77,7 @@ def test_the_kgfed_profile_is_registered_with_its_tools():
     ({"entity": "m.0", "relation": "r", "limit": 0}, "0 is below the minimum 1"),
     ({"entity": "m.0", "relation": "r", "limit": True}, "expected integer, got boolean"),
     ({"entity": "m.0", "relation": "r", "depth": 2}, "unknown argument(s) depth"),
+    ({"entity": "m." + "0" * 20_000, "relation": "r"}, "neighbors.entity: 20002 characters, at most 20000"),
 ])
 def test_arguments_are_checked_against_the_schema(args, message):
     async def main():
@@ -148,6 +149,18 @@ def test_bad_tool_calls_are_answered_as_errors_counted_and_never_crash():
                   "error: no tool call in your reply", "m.0345h: Germany"]:
         assert error in said, error
     assert "<tools>" in llm.prompts[0] or True
+
+
+def test_a_reply_with_too_many_calls_runs_the_first_32():
+    llm = Scripted(["\n".join([call("labels", ids=["m.019xz9"])] * 40), call("answer", answers=[])])
+
+    async def main():
+        async with await demo_kg() as kg:
+            return await get_method("agent")({"freebase": kg}, llm).answer("Which country is Ulm in?", {"freebase": {"m.019xz9": "Ulm"}})
+
+    result = asyncio.run(main())
+    assert result.cost["tool_calls"] == 41 and result.cost["tool_errors"] == 8 and result.cost["llm_calls"] == 2
+    assert llm.prompts[1].count("error: more than 32 calls in one reply") == 8 and llm.prompts[1].count("m.019xz9: Ulm") == 32
 
 
 def test_the_turn_budget_ends_the_loop_without_an_answer():

@@ -17,6 +17,7 @@ from ...cache.costs import charge
 from ..toolbox.llm_base import LLM, Message, ToolCall
 from .tools import ToolContext, ToolError, ToolProfile, check_arguments
 
+MAX_CALLS_PER_TURN = 32  # a reply's calls past this are answered as errors, not run
 NO_TOOL_CALL = "error: no tool call in your reply. Call one of the tools, or call {answer} with your answer(s) to finish."
 
 
@@ -86,8 +87,9 @@ async def run_agent(llm: LLM, profile: ToolProfile, ctx: ToolContext, question: 
 
 
 async def _turn(profile: ToolProfile, ctx: ToolContext, run: AgentRun, calls: tuple[ToolCall, ...]) -> bool:
-    """Run one reply's calls; True when the answer tool was called with valid arguments (the loop ends)."""
-    for call in calls:
+    """Run one reply's calls (the first `MAX_CALLS_PER_TURN`; the rest answered as errors); True when the answer
+    tool was called with valid arguments (the loop ends)."""
+    for call in calls[:MAX_CALLS_PER_TURN]:
         if call.name == profile.answer_name:
             try:
                 args = check_arguments(profile.tool(call.name).parameters, _arguments(call), call.name)
@@ -106,4 +108,9 @@ async def _turn(profile: ToolProfile, ctx: ToolContext, run: AgentRun, calls: tu
         text, error = await _execute(profile, ctx, call)
         run.messages.append(Message("tool", text, tool_call_id=call.id, is_error=error))
         run.calls.append({"name": call.name, "arguments": call.arguments, "error": error})
+    for call in calls[MAX_CALLS_PER_TURN:]:
+        charge("tool_calls")
+        charge("tool_errors")
+        run.messages.append(Message("tool", f"error: more than {MAX_CALLS_PER_TURN} calls in one reply: this one was "
+                                    "not run", tool_call_id=call.id, is_error=True))
     return False

@@ -44,7 +44,8 @@ profile (HINTS below); `answer_tool()` carries its own.
 by default); `ToolProfile.final(args, ctx)` turns the answer tool's arguments into the answer (names, and
 the ids they came from when the model named ids or names it was shown). The schema subset a tool may use:
 `type` (object, string, integer, number, boolean, array), `properties`, `required`, `enum`, `items`,
-`minimum`, `maximum`, `description`, `additionalProperties` (false by default for objects).
+`minimum`, `maximum`, `maxLength` (20,000 by default), `maxItems` (200 by default), `description`,
+`additionalProperties` (false by default for objects).
 
 HINTS. `--llm gold` (the gold-guided stand-in, `toolbox.gold_llm`) drives any profile along the gold query
 by a JSON hint on the tools it needs (`Tool.hint`, sent as `x-kgfed` beside the declaration; providers
@@ -82,6 +83,8 @@ PROFILES: dict[str, str] = {
     "wmde": ".profiles.wmde:WmdeProfile",  # Wikimedia Deutschland's Wikidata MCP tools (Wikidata)
 }
 MAX_RESULT_CHARS = 6000  # a tool result longer than this is cut (with a note) before the model reads it
+MAX_STRING = 20_000  # a string argument longer than this is refused (a schema's `maxLength` sets its own)
+MAX_ITEMS = 200  # a list argument longer than this is refused (a schema's `maxItems` sets its own)
 
 
 class ToolError(KgfedError):
@@ -151,7 +154,10 @@ def _check(schema: Mapping[str, Any], value: Any, where: str) -> None:
         if not isinstance(value, allowed) or (kind in ("integer", "number") and isinstance(value, bool)):
             raise ToolError(f"{where}: expected {kind}, got {_json_type(value)}")
     if "enum" in schema and value not in schema["enum"]:
-        raise ToolError(f"{where}: {value!r} is not one of {', '.join(map(str, schema['enum']))}")
+        raise ToolError(f"{where}: {str(value)[:40]!r} is not one of {', '.join(map(str, schema['enum']))}")
+    limit = schema.get("maxLength", MAX_STRING) if isinstance(value, str) else schema.get("maxItems", MAX_ITEMS)
+    if isinstance(value, (str, list)) and len(value) > limit:
+        raise ToolError(f"{where}: {len(value)} {'characters' if isinstance(value, str) else 'items'}, at most {limit}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             raise ToolError(f"{where}: {value} is below the minimum {schema['minimum']}")
