@@ -2,6 +2,7 @@
 
     python -m bench.gold_ceilings --out bench/out/ceilings.jsonl                        # every cell
     python -m bench.gold_ceilings --methods tog,pog --sets cwq --cwq-sample 50 --out x.jsonl
+    python -m bench.gold_ceilings --methods agent --out x.jsonl                         # the tool-using agent
 
 Each cell runs `kgfed run … --json` in its own process over its own empty cache directory (cold: every
 query sent to the embedded store, every text encoded), first with `--llm gold`, then with `--llm none`
@@ -62,6 +63,7 @@ def run_cell(method: str, name: str, llm: str, sample: int | None, workdir: Path
             "strict": round(s["strict"], 4), "llm_calls": round(cost.get("llm_calls", 0) / n, 2),
             "prompt_tokens": round(cost.get("input_tokens", 0) / n), "completion_tokens": round(cost.get("output_tokens", 0) / n),
             "queries": round(cost.get("sparql_queries", 0) / n, 1), "parse_fallbacks": cost.get("parse_fallbacks", 0),
+            "em": s.get("em"), "f1": s.get("f1"), "per_question": s.get("per_question"),  # issue 37: EM/F1, the headline
             "failed": s["failed"], "wall": round(wall, 1), "seconds_per_question": round(wall / n, 3),
             "load": os.getloadavg()[0], "out": str(out)}
 
