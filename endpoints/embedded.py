@@ -31,6 +31,7 @@ import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -117,7 +118,7 @@ def _load(resolved: Sequence[Path]) -> tuple[ox.Store, str]:
     return store, digest
 
 
-def _term(node) -> Term:
+def _term(node: Any) -> Term:
     if isinstance(node, ox.NamedNode):
         return Term("uri", node.value)
     if isinstance(node, ox.Literal):

@@ -12,6 +12,10 @@ can take it without importing the engine; `kgfed.engine.config` re-exports it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .client import HttpClient
 
 __all__ = ["HttpOptions", "DEFAULT_TIMEOUT", "DEFAULT_PER_HOST", "DEFAULT_RETRIES", "DEFAULT_QUERY_MEMORY_MB",
            "DEFAULT_QUERY_WORKERS", "DEFAULT_MAX_ROWS", "DEFAULT_MAX_TERMS", "DEFAULT_READ_GAP", "TOOL_ANSWER_BYTES"]
@@ -55,7 +59,7 @@ class HttpOptions:
     max_rows: int = DEFAULT_MAX_ROWS  # rows of one answer, counted as it is parsed (past it: one line naming the bound)
     max_terms: int = DEFAULT_MAX_TERMS  # bound terms of one answer (rows x bound variables)
 
-    def client(self):
+    def client(self) -> HttpClient:
         """A new `HttpClient` with these options (the caller closes it): `HttpClient.from_options(self)`."""
         from .client import HttpClient
 

@@ -163,7 +163,7 @@ class AiohttpTransport:
         self.max_body_bytes = int(max_body_bytes)
         self.read_gap = float(read_gap)
 
-    def _get_session(self):
+    def _get_session(self) -> Any:  # an aiohttp.ClientSession (aiohttp is imported where used)
         import aiohttp
 
         if self._session is None or self._session.closed:
