@@ -316,6 +316,7 @@ class HttpClient:
         self._kinds: dict[str, ServerKind] = {}  # hosts whose kind a caller declared (`declare_kind`)
         self._closed = False
         self.stats: Counter[str] = Counter()
+        self.answer_budget: Any = None  # the run's `sparql.results.AnswerBudget` (HttpOptions.max_rows/max_terms): from_options
         self.log, self.token_env = log, TOKEN_ENV  # what the handlers log to and name
         self._send = handlers.chain([handlers.NoRepeat(self), handlers.Auth(self), handlers.Retry(self),
                                      handlers.Recognise(self), handlers.Polite(self)], handlers.Transport(self))
@@ -334,9 +335,13 @@ class HttpClient:
         limits = dict(host_limits or {})
         if options.concurrency is not None:
             limits.update({host: options.concurrency for host in POLITE_HOSTS})
-        return cls(user_agent=options.user_agent, contact=options.contact, timeout=options.timeout,
-                   per_host=options.concurrency or options.per_host, host_limits=limits or None,
-                   retries=options.retries, transport=transport, **tuning)
+        client = cls(user_agent=options.user_agent, contact=options.contact, timeout=options.timeout,
+                     per_host=options.concurrency or options.per_host, host_limits=limits or None,
+                     retries=options.retries, transport=transport, **tuning)
+        from ..sparql.results import AnswerBudget  # the run's budget of one answer, read by `HttpEndpoint.budget`
+
+        client.answer_budget = AnswerBudget(options.max_rows, options.max_terms)
+        return client
 
     @classmethod
     def configured(cls, *, user_agent: str | None = None, contact: str | None = None, timeout: float = DEFAULT_TIMEOUT,

@@ -454,8 +454,14 @@ class QueryWorkers:
                     deadline = loop.time() + INTERRUPT_GRACE + 2 * max(self.load_seconds, default=timeout) + 1
                     extended = True
                     continue
+                if not self.load_seconds:  # none has loaded the store yet: nothing was busy, the load took the time
+                    raise EndpointTimeout(f"the embedded store's query workers were still loading {self.name} after "
+                                          f"{timeout:g} s (--timeout counts the load too): raise --timeout") from None
                 raise EndpointTimeout(f"every query worker of the embedded store was busy for {timeout:g} s: "
                                       "try again, or raise --timeout") from None
+            if isinstance(got, UnknownEndpoint):  # the file itself is bad: no new worker would load it
+                idle.put_nowait(got)
+                raise UnknownEndpoint(str(got))
             if isinstance(got, str):  # its start failed: say so, and try a new one for the next call
                 self._replace()
                 raise EndpointError(f"{got}: check the installation (python -m kgfed.endpoints.oxiworker)")

@@ -112,7 +112,7 @@ async def _serve(body: bytes, *, gzip: bool = True):
     return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/sparql"
 
 
-async def test_a_callers_bounds_set_the_budget_over_http():
+async def test_a_callers_bounds_and_the_runs_options_set_the_budget_over_http():
     runner, url = await _serve(doc(TERMS * 40))
     try:
         async with HttpClient(retries=0) as client:
@@ -121,6 +121,9 @@ async def test_a_callers_bounds_set_the_budget_over_http():
             with bounded(timeout=10, max_rows=150):
                 with pytest.raises(AnswerTooLarge, match="passed 150 rows"):
                     await endpoint.select("SELECT * WHERE { ?s ?o ?p }")
+        async with HttpClient.from_options(HttpOptions(max_terms=100, retries=0)) as client:
+            with pytest.raises(AnswerTooLarge, match="passed 100 terms"):
+                await HttpEndpoint(url, client).select("SELECT * WHERE { ?s ?o ?p }")
     finally:
         await runner.cleanup()
 
