@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -97,24 +98,40 @@ def chain(handlers: Sequence[Handler], last: Send) -> Send:
 
 
 class NoRepeat:
-    """A request that timed out is not sent again in this run: its error again, at once."""
+    """A request that timed out is not sent again in this run: its error again, at once, saying so.
 
-    def __init__(self, client: HttpClient):
-        self.client = client
-        self.timed_out: dict[tuple, EndpointTimeout] = {}
+    At most `size` requests are remembered, each for `seconds` (a long-lived process, the MCP server, asks
+    again after that: its load may have changed)."""
+
+    def __init__(self, client: HttpClient, *, size: int = 4096, seconds: float = 3600.0):
+        self.client, self.size, self.seconds = client, size, seconds
+        self.timed_out: OrderedDict[tuple, tuple[float, EndpointTimeout]] = OrderedDict()
 
     async def __call__(self, call: Call, send: Send) -> Response:
         if self.client.repeat_timeouts:
             return await send(call)
-        seen = self.timed_out.get(call.fingerprint()) if self.timed_out else None  # none yet: nothing to compare
-        if seen is not None:
-            self.client.stats["timeouts_not_repeated"] += 1
-            raise type(seen)(str(seen), status=seen.status, retryable=seen.retryable)
+        if self.timed_out:  # none yet: nothing to compare
+            self._refuse_repeat(call.fingerprint())
         try:
             return await send(call)
         except EndpointTimeout as exc:
-            self.timed_out[call.fingerprint()] = exc
+            self.timed_out[call.fingerprint()] = (time.monotonic(), exc)
+            while len(self.timed_out) > self.size:
+                self.timed_out.popitem(last=False)
             raise
+
+    def _refuse_repeat(self, key: tuple) -> None:
+        seen = self.timed_out.get(key)
+        if seen is None:
+            return
+        ago = time.monotonic() - seen[0]
+        if ago > self.seconds:
+            del self.timed_out[key]
+            return
+        self.client.stats["timeouts_not_repeated"] += 1
+        error = seen[1]
+        raise type(error)(f"{error} (not sent again: the same request timed out {ago:.0f} s ago in this run)",
+                          status=error.status, retryable=error.retryable)
 
 
 def asks_authentication(response: Response) -> bool:

@@ -185,3 +185,45 @@ async def test_a_client_side_timeout_is_not_repeated_unless_asked():
                 with pytest.raises(EndpointTimeout, match="timed out after 60 s"):
                     await client.request("POST", LOCAL, data={"query": "SELECT * { ?s ?p ?o }"})
         assert len(sent) == expected
+
+
+async def test_a_timed_out_request_is_remembered_for_a_while_and_a_bounded_number():
+    from kgfed.endpoints.handlers import Call, NoRepeat
+
+    sent: list[Call] = []
+
+    async def times_out(call: Call) -> Response:
+        sent.append(call)
+        raise EndpointTimeout(f"{call.what} timed out after 1 s: simplify the query, batch less, or raise --timeout")
+
+    client = HttpClient(transport=MockTransport(_ok))
+    calls = [Call("GET", LOCAL, "127.0.0.1:8890", kinds.GENERIC, {"query": f"ASK {{ <urn:{i}> ?p ?o }}"}) for i in range(3)]
+    remembering = NoRepeat(client, size=2)
+    for call in (*calls, calls[0], calls[2]):  # the first was pushed out by the third: sent again, once
+        with pytest.raises(EndpointTimeout):
+            await remembering(call, times_out)
+    with pytest.raises(EndpointTimeout, match=r"\(not sent again: the same request timed out 0 s ago in this run\)$"):
+        await remembering(calls[2], times_out)
+    assert [call.params for call in sent] == [c.params for c in (*calls, calls[0])]
+    forgetting = NoRepeat(client, seconds=0.0)  # a long-lived server asks again once the time is up
+    for _ in range(2):
+        with pytest.raises(EndpointTimeout):
+            await forgetting(calls[1], times_out)
+    assert len(sent) == 6
+
+
+def test_the_sparqlwrapper_drop_in_sends_a_query_again_when_the_script_asks_again():
+    """The genuine library re-sends what a script asks again; so does the drop-in (its client repeats timeouts)."""
+    import pyoxigraph as ox
+
+    from kgfed.engine.kg import sync
+
+    from .timeoutserver import TimeoutServer
+
+    with TimeoutServer(ox.Store(), shape="qlever", max_terms=-1) as server:
+        sparql = sync.SPARQLWrapper(server.url)
+        sparql.setQuery("SELECT ?s WHERE { VALUES ?s { <urn:a> } }")
+        for _ in range(2):
+            with pytest.raises(Exception, match="429"):  # the class the genuine library raises for it
+                sparql.query()
+    assert len(server.queries) == 2

@@ -221,7 +221,8 @@ class _PoliteClient(HttpClient):
     peers: weakref.WeakSet[_PoliteClient] = weakref.WeakSet()
 
     def __init__(self, transport: Any = None) -> None:
-        super().__init__(timeout=NO_LIMIT, transport=transport)
+        # a script that asks a query again after a timeout sends it again, as the genuine library does
+        super().__init__(timeout=NO_LIMIT, transport=transport, repeat_timeouts=True)
         self.need_loop: Any = None  # a _ThreadClient's `_loop_now`; None on a running loop (the background one)
         _PoliteClient.peers.add(self)
 
