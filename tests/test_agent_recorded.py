@@ -94,3 +94,19 @@ def test_replay_is_byte_identical_to_the_recorded_run(name, directory, sidecar, 
     rows = _rows(recorded)
     costs = _costs(recorded.with_name(recorded.stem + ".costs.jsonl"))
     assert [(row["results"], costs[row["id"]]["tool_calls"]) for row in rows] == RECORDED[sidecar["profile"]]
+
+
+def test_bare_json_calls_are_the_models_calls():
+    """Told to reply with calls only, the local model dropped Qwen's <tool_call> tags (its replies, verbatim): the
+    whole objects are its calls, in order; the one its reply cap cut off is none; plain JSON is no call."""
+    from kgfed.engine.toolbox.llm_tools import read_tool_calls
+
+    cut = ('{"name": "search", "arguments": {"entity": "m.01tzh", "direction": "incoming", "properties": ["name"]}}\n'
+           '{"name": "search')
+    assert [(c.name, json.loads(c.arguments)) for c in read_tool_calls(cut)] == [
+        ("search", {"entity": "m.01tzh", "direction": "incoming", "properties": ["name"]})]
+    assert [(c.name, c.arguments) for c in read_tool_calls('{"name": "answer", "arguments": {"answers": ["m.01tzh"]}}')] == [
+        ("answer", '{"answers": ["m.01tzh"]}')]
+    assert read_tool_calls('{"entity": "m.01tzh"} and {"name": "x"}') == ()
+    tagged = read_tool_calls('<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>\n{"name": "b", "arguments": {}}')
+    assert [c.name for c in tagged] == ["a"]  # tags, when written, are the protocol

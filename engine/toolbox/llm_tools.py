@@ -89,7 +89,11 @@ def as_prompt(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -
 
 
 def read_tool_calls(text: str) -> tuple[ToolCall, ...]:
-    """The `<tool_call>` blocks of a reply, in order; an unreadable block is a call named "" (see the module docstring)."""
+    """The `<tool_call>` blocks of a reply, in order; an unreadable block is a call named "" (see the module docstring).
+    A reply without any block may still write its calls as bare JSON objects `{"name": ..., "arguments": {...}}`
+    (Qwen2.5-Coder-1.5B drops the tags when told to reply with calls only): those are its calls, in order."""
+    if not _CALL.search(text or ""):
+        return _bare_calls(text or "")
     calls = []
     for i, found in enumerate(_CALL.finditer(text or "")):
         body = found.group(1).strip()
@@ -103,6 +107,29 @@ def read_tool_calls(text: str) -> tuple[ToolCall, ...]:
             calls.append(ToolCall(f"call_{i}", doc["name"], text_args))
         else:
             calls.append(ToolCall(f"call_{i}", "", body))
+    return tuple(calls)
+
+
+_BARE = re.compile(r'\{\s*"name"\s*:')
+
+
+def _bare_calls(text: str) -> tuple[ToolCall, ...]:
+    """Whole JSON objects with a string `name` and an `arguments` key written in a reply's text (one cut off by the
+    reply cap is no call: nothing says it was one)."""
+    decoder = json.JSONDecoder()
+    calls: list[ToolCall] = []
+    end = 0
+    for found in _BARE.finditer(text):
+        if found.start() < end:
+            continue
+        try:
+            doc, end = decoder.raw_decode(text, found.start())
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("name"), str) and "arguments" in doc:
+            arguments = doc["arguments"]
+            text_args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+            calls.append(ToolCall(f"call_{len(calls)}", doc["name"], text_args))
     return tuple(calls)
 
 
