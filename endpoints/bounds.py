@@ -68,8 +68,10 @@ def current_bounds() -> Bounds | None:
 
 
 def answer_budget(default: AnswerBudget | None = None) -> AnswerBudget:
-    """The enclosing block's answer budget, else `default`, else the defaults of `endpoints.options`."""
+    """The answer budget here: the tighter of the enclosing block's and `default` (the endpoint's: the run's
+    `HttpOptions.max_rows`/`max_terms`), else the defaults of `endpoints.options`."""
+    own = default or DEFAULT_BUDGET
     limits = _BOUNDS.get()
-    if limits is not None:
-        return limits.budget()
-    return default or DEFAULT_BUDGET
+    if limits is None:
+        return own
+    return AnswerBudget(min(own.rows, limits.max_rows), min(own.terms, limits.max_terms))
