@@ -450,11 +450,15 @@ class Sniffed:
     torn: bool = False
 
 
-def _not_predictions(path: Path, why: str, option: str) -> DatasetError:
-    return DatasetError(f"{path} is not a prediction file ({why}): choose another {option}; the file is left as it is")
+RESUME_FIX = "choose another --out; the file is left as it is"
+SCORE_FIX = "pass the output of a run: JSONL or a JSON list of records with `question` and `results` (ToG) or `answer` (ToG-2)"
 
 
-def _lines(text: str, path: Path, option: str) -> tuple[list[Any], bool]:
+def _not_predictions(path: Path, why: str, fix: str) -> DatasetError:
+    return DatasetError(f"{path} is not a prediction file ({why}): {fix}")
+
+
+def _lines(text: str, path: Path, fix: str) -> tuple[list[Any], bool]:
     """The records of a JSONL text, and whether its last line is unfinished (a last line that is a whole
     JSON object without its line feed is a record, not a torn one)."""
     whole = text.split("\n")
@@ -468,7 +472,7 @@ def _lines(text: str, path: Path, option: str) -> tuple[list[Any], bool]:
             try:
                 records.append(json.loads(line))
             except ValueError:
-                raise _not_predictions(path, f"line {number} is not JSON", option) from None
+                raise _not_predictions(path, f"line {number} is not JSON", fix) from None
     return records, torn
 
 
@@ -479,32 +483,32 @@ def _is_object(line: str) -> bool:
         return False
 
 
-def sniff_predictions(path: str | Path, option: str = "--out") -> Sniffed:
+def sniff_predictions(path: str | Path, fix: str = RESUME_FIX) -> Sniffed:
     """Read-only: the format of an existing prediction file from its records (`results`: tog / tog-json by
     container, `answer` only: tog2); a file that is not one (text, binary, other JSON) is a DatasetError."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise DatasetError(f"cannot read {path} ({exc.strerror or exc}): choose another {option}") from None
+        raise DatasetError(f"cannot read {path} ({exc.strerror or exc}): {fix}") from None
     if not data.strip():
         return Sniffed(None)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise _not_predictions(path, "binary, not UTF-8 JSON", option) from None
+        raise _not_predictions(path, "binary, not UTF-8 JSON", fix) from None
     try:
         doc: Any = json.loads(text)
     except ValueError:
         doc = _NOT_JSON
     if doc is _NOT_JSON:
-        records, torn = _lines(text, path, option)
+        records, torn = _lines(text, path, fix)
         listed = False
     else:
         records, torn, listed = (doc if isinstance(doc, list) else [doc]), False, isinstance(doc, list)
     for i, record in enumerate(records):
         if not isinstance(record, dict) or not any(k in record for k in QUESTION_FIELDS):
-            raise _not_predictions(path, f"record {i} is not a question's prediction", option)
+            raise _not_predictions(path, f"record {i} is not a question's prediction", fix)
     if not records:
         return Sniffed(None, torn=torn)
     if any("results" in r for r in records):
@@ -512,7 +516,7 @@ def sniff_predictions(path: str | Path, option: str = "--out") -> Sniffed:
     elif any("answer" in r for r in records):
         fmt = "tog2"
     else:
-        raise _not_predictions(path, "its records have neither `results` (ToG) nor `answer` (ToG-2)", option)
+        raise _not_predictions(path, "its records have neither `results` (ToG) nor `answer` (ToG-2)", fix)
     return Sniffed(fmt, own=all("id" in r for r in records), torn=torn)
 
 
@@ -521,7 +525,7 @@ def detect_format(path: str | Path, asked: str | None = None) -> str:
     field differs from the file's (`--format tog2` on a file of `results`) is refused: it would score every
     answer as "" and ToG's rule counts "" as right."""
     meta = read_meta(path)
-    found = meta["format"] if meta else sniff_predictions(path, "prediction file").format
+    found = meta["format"] if meta else sniff_predictions(path, SCORE_FIX).format
     if asked is None:
         return found or "tog"
     _check_format(asked)
