@@ -59,7 +59,7 @@ from . import handlers
 from .handlers import RETRY_STATUSES, Call
 from .kinds import (
     CONTACT_ENV, DEFAULT_CONFIG, HOW_TO_SET_CONTACT, POLITE_HOSTS, ServerKind, first_line, is_query_service, is_wikimedia,
-    is_wikimedia_api, kind_named, kind_of_host,
+    WDQS, WIKIMEDIA_API, is_wikimedia_api, kind_named, kind_of_host,
 )
 from .options import DEFAULT_PER_HOST, DEFAULT_RETRIES, DEFAULT_TIMEOUT, HttpOptions
 from .transport import AiohttpTransport, AsyncTransport, Response
@@ -190,7 +190,8 @@ _CONTACT_IN_UA = re.compile(r"\([^)]*(@|https?://|[a-z0-9-]+\.[a-z]{2,})[^)]*\)"
 
 # Hosts with published rules get a low default cap (`kinds.POLITE_HOSTS`, from each `ServerKind`); everything
 # else (local Virtuoso/Oxigraph) a high one.
-WIKIMEDIA_API_CONCURRENCY = 3  # "limit the number of concurrent requests to 3 or fewer" (Wikimedia APIs/Rate limits)
+# "limit the number of concurrent requests to 3 or fewer" (Wikimedia APIs/Rate limits): the kind's ceiling
+WIKIMEDIA_API_CONCURRENCY: int = WIKIMEDIA_API.concurrency_ceiling or 3
 # Client-side requests per minute per Wikimedia API host (api.php, REST); `[budgets]` in the config file
 # overrides. Where each number comes from (checked 2026-11-25) is in docs/endpoints.md:
 # - api.wikimedia.org publishes 500 requests/hour per IP without a token and 5,000/hour with one
@@ -205,7 +206,7 @@ API_PORTAL = "api.wikimedia.org"  # its published per-IP hourly limits hold for 
 # WDQS: "one client (User-Agent + IP) is allowed 60 seconds of processing time each 60 seconds" and 5 parallel
 # queries (https://www.mediawiki.org/wiki/Wikidata_Query_Service/User_Manual#Query_limits); kgfed spends the
 # wall time of each answer from a per-host bucket refilled at 60 s a minute, so it never asks past the limit.
-QUERY_SECONDS_PER_MINUTE = 60.0  # `kinds.WDQS.query_seconds_per_minute`
+QUERY_SECONDS_PER_MINUTE: float = WDQS.query_seconds_per_minute or 60.0  # what the WDQS kind holds
 _warned_no_contact = False
 
 

@@ -204,7 +204,8 @@ QLEVER = ServerKind(
     timeout_parameter="timeout", timeout_format="{ms}ms", timeout_below=30.0)
 WIKIMEDIA_API = ServerKind(
     "wikimedia-api", "a Wikimedia API host (api.php, REST): at most 3 parallel, per-minute budgets",
-    hosts=("www.wikidata.org", "en.wikipedia.org"), concurrency=3, concurrency_ceiling=3, request_budget=True,
+    hosts=("www.wikidata.org", "en.wikipedia.org"), concurrency=3, concurrency_ceiling=3,  # "3 or fewer" (APIs/Rate limits)
+    request_budget=True,
     wikimedia=True, token="always", refusals=(refuse_robot_policy,))
 VIRTUOSO = ServerKind(
     "virtuoso", "OpenLink Virtuoso: the anytime `timeout` parameter (ms); syntax and permission errors as HTTP 500",
