@@ -13,6 +13,7 @@ from __future__ import annotations
 import urllib.error
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from kgfed.endpoints.servers import VirtuosoServer
 from kgfed.sparql.dialects import FREEBASE
@@ -173,3 +174,65 @@ async def test_the_mcp_sparql_tool_answers_concat_coalesce_and_bnode_on_oxigraph
             assert [r["x"]["value"] for r in (await call(client, "sparql", query=query))["rows"]] == [value]
         rows = (await call(client, "sparql", query="SELECT (BNODE() AS ?x) WHERE { }"))["rows"]
         assert len(rows) == 1 and rows[0]["x"]["type"] == "bnode", rows
+
+
+# -- the differential test on Virtuoso ------------------------------------------------------------------
+SPELLINGS = [  # (callee, the PREFIX it needs)
+    ("bif:http_get", ""), ("bif:HTTP_GET", ""), ("<bif:http_get>", ""), ("<bif:Http_Get>", ""),
+    ("x:http_get", "PREFIX x: <bif:>"), ("BIF:http_get", ""), ("<b\\u0069f:http_get>", ""),
+    ("<http://www.openlinksw.com/schemas/bif#http_get>", ""), ("sql:http_get", ""),
+]
+WRAPS = ["{call}", "STR({call})", 'CONCAT("a", {call})', "IF(true, {call}, 1)", "COALESCE({call}, 1)"]
+SITES = {  # {E}: the expression; {C}: the callee alone (a triple pattern's IRI before "(")
+    "select": "SELECT ({E} AS ?v) WHERE { VALUES ?x { 1 } }",
+    "bare-select": "SELECT {E} WHERE { VALUES ?x { 1 } }",
+    "filter": "SELECT ?x WHERE { VALUES ?x { 1 } FILTER ({E} != 'z') }",
+    "filter-call": "SELECT ?x WHERE { VALUES ?x { 1 } FILTER {E} }",
+    "bind": "SELECT ?b WHERE { VALUES ?x { 1 } BIND ({E} AS ?b) }",
+    "order": "SELECT ?x WHERE { VALUES ?x { 1 2 } } ORDER BY {E}",
+    "having": "SELECT ?x WHERE { VALUES ?x { 1 2 } } GROUP BY ?x HAVING ({E} != 'z')",
+    "sub": "SELECT ?v WHERE { { SELECT ({E} AS ?v) WHERE { VALUES ?x { 1 } } } }",
+    "exists": "SELECT ?x WHERE { VALUES ?x { 1 } FILTER EXISTS { VALUES ?y { 1 } FILTER ({E} != 'z') } }",
+    "path": "SELECT ?x WHERE { VALUES ?x { 1 } OPTIONAL { {C} ({URL}) ?o } }",
+    "collection": "SELECT ?x WHERE { VALUES ?x { 1 } OPTIONAL { ?s {C} ({URL}) } }",
+}
+
+
+@pytest.fixture(scope="module")
+def module_canary():
+    server = Canary()
+    yield server
+    server.close()
+
+
+def virtuoso_answer(virtuoso, query: str):
+    """(status, rows) of `query` on Virtuoso: rows as sorted reprs, or the HTTP error code."""
+    rows = raw(virtuoso, query)
+    return ("ok", sorted(repr(r) for r in rows)) if isinstance(rows, list) else ("error", rows)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(site=st.sampled_from(sorted(SITES)), spelling=st.sampled_from(SPELLINGS), wrap=st.sampled_from(WRAPS),
+       seps=st.lists(st.sampled_from([" ", "\n", "\t", "\r\n", " #c\n", " #c\r", " #c\r\n"]), min_size=4, max_size=4))
+def test_guard_refuses_every_query_that_reaches_the_canary_on_virtuoso(virtuoso, module_canary, site, spelling, wrap,
+                                                                      seps):
+    callee, prefix = spelling
+    url = f"'{module_canary.url}'"
+    call = f"{callee}{seps[0]}({seps[1]}{url}{seps[2]})"
+    query = SITES[site].replace("{E}", wrap.format(call=call)).replace("{C}", callee).replace("{URL}", url)
+    query = (prefix + seps[3] if prefix else "") + query
+    before = len(module_canary.hits)
+    status = virtuoso_answer(virtuoso, query)
+    reached = len(module_canary.hits) > before
+    try:
+        text = analyse(query, ServicePolicy(), 100, functions=FREEBASE.functions).text
+    except InvalidQuery as exc:
+        verdict, text = "refused", str(exc)
+    else:
+        verdict = "ok"
+    event(f"{site}: guard {verdict}, Virtuoso {status[0]}{', canary reached' if reached else ''}")
+    if reached:
+        assert verdict == "refused", (query, text)
+    if verdict == "ok":  # only the decoys: Virtuoso reads the guard's text as the caller's and calls nobody
+        before = len(module_canary.hits)
+        assert virtuoso_answer(virtuoso, text) == status and len(module_canary.hits) == before, (query, text)
