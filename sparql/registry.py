@@ -68,6 +68,9 @@ class Registry(Generic[T]):
     def __len__(self) -> int:
         return len(self.names())
 
+    def __bool__(self) -> bool:
+        return True  # a registry is always there: its truth reads no entry points (`choices or {}` in argparse code)
+
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
