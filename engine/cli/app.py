@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from rich.status import Status
 
 # Modules that add sub-commands: each has `register(subparsers, common)`; imported lazily per run.
-COMMAND_MODULES: list[str] = [".context", ".federation", ".evaluate", ".freebase", ".ask", ".run", ".mcp", ".extract", ".endpoints"]
+COMMAND_MODULES: list[str] = [".context", ".federation", ".evaluate", ".freebase", ".ask", ".run", ".mcp", ".extract", ".endpoints", ".serve"]
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 
 
