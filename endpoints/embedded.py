@@ -413,6 +413,7 @@ class QueryWorkers:
         if self._closed:
             raise Closed(f"{self.name} is closed: open a new KG")
         worker = await self._checkout(timeout)
+        deadline = time.monotonic() + timeout
         try:
             async with asyncio.timeout(timeout):
                 kind, payload = await worker.ask(query, max_bytes)
@@ -436,7 +437,7 @@ class QueryWorkers:
             raise EndpointError(payload.decode("utf-8", "replace"))
         if len(payload) <= 1 << 20:
             return parse_sparql_json(payload, source=self.name, budget=budget)
-        return await asyncio.to_thread(parse_sparql_json, payload, source=self.name, budget=budget)
+        return await asyncio.to_thread(parse_sparql_json, payload, source=self.name, budget=budget, deadline=deadline)
 
     async def _checkout(self, timeout: float) -> _Worker:
         """An idle worker within `timeout` seconds; while a worker is on its way back (its interrupted query settling,

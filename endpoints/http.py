@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import Literal as TypingLiteral
 from urllib.parse import urlsplit
 
@@ -115,6 +116,7 @@ class HttpEndpoint:
         stops there too. The answer is parsed under the caller's `AnswerBudget` (rows and terms, counted as
         they are built); a large one in a thread, off the event loop.
         """
+        deadline = time.monotonic() + self._seconds()
         fields = {"query": query}
         if self.default_graph:
             fields["default-graph-uri"] = self.default_graph
@@ -129,7 +131,7 @@ class HttpEndpoint:
                 status=response.status,
             )
         _require_results_document(host, response)
-        result = await self._parse(response.body, host)
+        result = await self._parse(response.body, host, deadline)
         state = response.headers.get("X-SQL-State", "")
         if state.upper() == "S1TAT":
             result.partial = True
@@ -153,13 +155,19 @@ class HttpEndpoint:
             return await self.client.request("GET", self.url, params=fields, headers=headers)
         return await self.client.request("POST", self.url, data=fields, headers=headers)
 
-    async def _parse(self, body: bytes, host: str) -> SelectResult:
+    def _seconds(self) -> float:
+        """kgfed's time limit for one query here: the caller's `bounded(timeout=...)`, else the client's."""
+        limits = current_bounds()
+        return limits.timeout if limits is not None else float(getattr(self.client, "timeout", 0) or 3600)
+
+    async def _parse(self, body: bytes, host: str, deadline: float) -> SelectResult:
+        """The answer under the budget; a large one in a thread, and within the query's time limit (`deadline`)."""
         budget = answer_budget(self.budget())
         if len(body) <= _PARSE_INLINE:
             return parse_sparql_json(body, source=host, budget=budget)
         import asyncio
 
-        return await asyncio.to_thread(parse_sparql_json, body, source=host, budget=budget)
+        return await asyncio.to_thread(parse_sparql_json, body, source=host, budget=budget, deadline=deadline)
 
     def budget(self) -> AnswerBudget:
         """This endpoint's answer budget outside a caller's `bounded(...)` block: its client's (`HttpOptions.max_rows`

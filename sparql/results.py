@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from collections.abc import Iterable
 from typing import Any, Literal as TypingLiteral, NamedTuple
 
-from .errors import EndpointError, InvalidQuery, UnexpectedAnswer
+from .errors import EndpointError, EndpointTimeout, InvalidQuery, UnexpectedAnswer
 
 TermKind = TypingLiteral["uri", "literal", "bnode"]
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -148,13 +149,13 @@ _WHOLE_BYTES = 8 << 20
 
 
 def parse_sparql_json(body: str | bytes | dict[str, Any], *, source: str = "endpoint",
-                      budget: AnswerBudget | None = None) -> SelectResult:
+                      budget: AnswerBudget | None = None, deadline: float | None = None) -> SelectResult:
     """Parse a SPARQL 1.1 JSON results document; anything malformed or truncated raises EndpointError, an
     answer past `budget` `AnswerTooLarge` before more than the budget is built (None: no budget, for documents
-    kgfed holds already)."""
+    kgfed holds already); a large one still being read at `deadline` (`time.monotonic()`) `EndpointTimeout`."""
     if isinstance(body, (str, bytes)):
         if budget is not None and len(body) > _WHOLE_BYTES and _objects(body) > min(budget.rows, budget.terms):
-            return _parse_stream(body.encode() if isinstance(body, str) else body, source, budget)
+            return _parse_stream(body.encode() if isinstance(body, str) else body, source, budget, deadline)
         doc = _loads(body, source)
     else:
         doc = body
@@ -206,107 +207,81 @@ def _from_doc(doc: Any, source: str, budget: AnswerBudget | None) -> SelectResul
 
 
 _ROWS = "results.bindings.item"
+_CHECK_EVERY = 4096  # rows between looks at the clock
 
 
-class _Stream:
-    """The state of one streamed parse: rows built term by term from ijson's events, counted against the budget."""
-
-    def __init__(self, source: str, budget: AnswerBudget):
-        self.source, self.budget = source, budget
-        self.vars: list[str] = []
-        self.rows: list[Row] = []
-        self.terms = 0
-        self.row: Row | None = None
-        self.var = self.field = ""
-        self.term: dict[str, Any] | None = None
-        self.top: dict[str, Any] = {}  # boolean, kgfed.partial, kgfed.note, and whether bindings was an array
-        self.seen: dict[tuple, Term] = {}  # a term repeated across rows is built once
-
-    def malformed(self, what: str) -> EndpointError:
-        return EndpointError(f"{self.source} returned {what}: not a SPARQL results document")
-
-    def row_event(self, event: str, value: Any) -> None:
-        if event == "start_map":
-            self.row = {}
-        elif event == "map_key":
-            self.var = value
-        elif event == "end_map":
-            assert self.row is not None
-            self.rows.append(self.row)
-            if len(self.rows) > self.budget.rows:
-                raise self.budget.refuse(self.source, len(self.rows), "rows")
-        else:
-            raise self.malformed("a result row that is not an object")
-
-    def term_event(self, rest: str, event: str, value: Any) -> None:
-        if rest == self.var:  # the term object itself
-            if event == "start_map":
-                self.term = {}
-            elif event == "map_key":
-                self.field = value
-            elif event == "end_map" and self.term is not None and self.row is not None:
-                key = (self.term.get("type"), self.term.get("value"), self.term.get("xml:lang"), self.term.get("datatype"))
-                term = self.seen.get(key) if None not in key[:2] else None
-                if term is None:
-                    term = _term(self.term)
-                    if None not in key[:2] and len(self.seen) < 65536:
-                        self.seen[key] = term
-                self.row[self.var] = term
-                self.terms += 1
-                if self.terms > self.budget.terms:
-                    raise self.budget.refuse(self.source, self.terms, "terms")
-            else:
-                _term(value)  # not an object: the binding's own one-line error
-        elif self.term is not None and rest == f"{self.var}.{self.field}" and event in _SCALARS:
-            self.term[self.field] = value
-        else:
-            raise EndpointError(f"malformed SPARQL-JSON binding in {self.source}'s answer: expected {{type, value}} strings")
-
-    def other_event(self, prefix: str, event: str, value: Any) -> None:
-        if prefix == "head.vars.item":
-            self.vars.append(str(value))
-        elif prefix == "head" and event == "start_map":
-            self.top["head"] = True
-        elif prefix == "results.bindings":
-            if event == "start_array":
-                self.top["bindings"] = True
-            elif event != "end_array":
-                raise EndpointError(f"{self.source} returned results.bindings that is not a list")
-        elif prefix in ("boolean", "kgfed.partial", "kgfed.note") and event in _SCALARS:
-            self.top[prefix] = value
-
-    def result(self) -> SelectResult:
-        if "boolean" in self.top:
-            return _from_doc({"boolean": self.top["boolean"]}, self.source, self.budget)
-        if not self.top.get("bindings") or not self.top.get("head"):
-            raise EndpointError(f"{self.source} returned JSON without head/results.bindings: not a SPARQL SELECT result")
-        return SelectResult(self.vars, self.rows, partial=bool(self.top.get("kgfed.partial")),
-                            note=self.top.get("kgfed.note"))
-
-
-_SCALARS = frozenset({"string", "number", "boolean", "null"})
-
-
-def _parse_stream(body: bytes, source: str, budget: AnswerBudget) -> SelectResult:
-    """`parse_sparql_json` of a large body, one ijson event at a time: rows and terms are counted as they are
-    built, so an answer past the budget costs the budget, never the whole document in objects."""
+def _parse_stream(body: bytes, source: str, budget: AnswerBudget, deadline: float | None = None) -> SelectResult:
+    """`parse_sparql_json` of a large body as a stream: ijson builds one row at a time (in C), rows and terms are
+    counted as they are built, so an answer past the budget costs the budget, never the whole document in objects.
+    `deadline` (`time.monotonic()`): past it, `EndpointTimeout`; reading the answer counts against the time limit."""
     import ijson  # type: ignore[import-untyped]  # no stubs
 
-    state = _Stream(source, budget)
-    cut = len(_ROWS) + 1
     try:
-        for prefix, event, value in ijson.parse(body, use_float=True):
-            if prefix.startswith(_ROWS):
-                if len(prefix) == len(_ROWS):
-                    state.row_event(event, value)
-                else:
-                    state.term_event(prefix[cut:], event, value)
-            else:
-                state.other_event(prefix, event, value)
+        top = _stream_top(ijson, body, source)
+        if "boolean" in top:
+            return _from_doc(top, source, budget)
+        rows: list[Row] = []
+        terms = 0
+        seen: dict[tuple, Term] = {}  # a term repeated across rows is built once
+        for binding in ijson.items(body, _ROWS, use_float=True):
+            if not isinstance(binding, dict):
+                raise EndpointError(f"{source} returned a result row that is not an object")
+            terms += len(binding)
+            if len(rows) >= budget.rows:
+                raise budget.refuse(source, len(rows) + 1, "rows")
+            if terms > budget.terms:
+                raise budget.refuse(source, terms, "terms")
+            rows.append({name: _seen_term(seen, value) for name, value in binding.items()})
+            if deadline is not None and len(rows) % _CHECK_EVERY == 0 and time.monotonic() > deadline:
+                raise EndpointTimeout(f"{source}'s answer was still being read at the time limit ({len(rows):,} rows): "
+                                      "ask for less (a LIMIT, OFFSET paging) or raise --timeout")
     except ijson.JSONError as exc:
         raise EndpointError(f"{source} returned malformed or truncated JSON ({_first_line(exc)}); body starts "
                             f"{body[:60].decode('utf-8', 'replace')!r}", retryable=True) from None
-    return state.result()
+    extra = top.get("kgfed") or {}
+    return SelectResult(top["vars"], rows, partial=bool(extra.get("partial")), note=extra.get("note"))
+
+
+def _stream_top(ijson: Any, body: bytes, source: str) -> dict[str, Any]:
+    """What a streamed answer holds besides its rows: `vars` (head.vars), `boolean` of an ASK, the `kgfed`
+    extension; and the check that results.bindings is an array. Each is read up to where it ends (head comes first
+    in practice: a few events), `boolean` and `kgfed` only when the body names them at all."""
+    top: dict[str, Any] = {}
+    if b'"boolean"' in body:
+        found = next(ijson.items(body, "boolean"), None)
+        if found is not None:
+            return {"boolean": found}
+    head = next(ijson.items(body, "head"), None)
+    if not isinstance(head, dict):
+        raise EndpointError(f"{source} returned JSON without head/results.bindings: not a SPARQL SELECT result")
+    variables = head.get("vars", [])
+    top["vars"] = [str(v) for v in variables] if isinstance(variables, list) else []
+    for prefix, event, _ in ijson.parse(body):
+        if prefix == "results.bindings":
+            if event != "start_array":
+                raise EndpointError(f"{source} returned results.bindings that is not a list")
+            break
+    else:
+        raise EndpointError(f"{source} returned JSON without head/results.bindings: not a SPARQL SELECT result")
+    if b'"kgfed"' in body:
+        extra = next(ijson.items(body, "kgfed"), None)
+        top["kgfed"] = extra if isinstance(extra, dict) else None
+    return top
+
+
+def _seen_term(seen: dict[tuple, Term], binding: Any) -> Term:
+    if not isinstance(binding, dict):
+        return _term(binding)  # its one-line error
+    key = (binding.get("type"), binding.get("value"), binding.get("xml:lang"), binding.get("datatype"))
+    try:
+        term = seen.get(key)
+    except TypeError:  # an unhashable part (a list or an object): `_term` says what is wrong
+        return _term(binding)
+    if term is None:
+        term = _term(binding)
+        if len(seen) < 65536:
+            seen[key] = term
+    return term
 
 
 def _first_line(exc: BaseException) -> str:

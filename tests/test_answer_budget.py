@@ -177,3 +177,15 @@ def test_the_dense_answer_is_one_line_and_the_client_stays_under_1_gb():
     gz, peak = int(lines[1].split()[1]), int(lines[1].split()[3])
     assert gz < 1 << 20  # the issue's shape: a dense answer that every byte cap lets through
     assert peak < 1 << 30, f"client peak RSS {peak >> 20} MiB"  # 3.9 GB before the budget (issue 41)
+
+
+def test_reading_a_large_answer_counts_against_the_time_limit(stream_everything):
+    import time
+
+    from kgfed.sparql.errors import EndpointTimeout
+
+    body = doc(TERMS * 1000)  # 5,000 rows, streamed
+    later = time.monotonic() + 60
+    assert len(parse_sparql_json(body, source="s", budget=AnswerBudget(10_000, 10_000), deadline=later).rows) == 5000
+    with pytest.raises(EndpointTimeout, match=r"^s's answer was still being read at the time limit \(4,096 rows\): ask for less"):
+        parse_sparql_json(body, source="s", budget=AnswerBudget(10_000, 10_000), deadline=time.monotonic() - 1)

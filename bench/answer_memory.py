@@ -1,0 +1,196 @@
+"""Memory bounded per answer (issue 41 items 3 and 5), measured on a real `kgfed mcp --transport http` process tree.
+
+A SPARQL server on 127.0.0.1 (aiohttp, answers in the exact SPARQL-JSON shape) serves the CWQ subgraph from
+pyoxigraph for every query, except two shapes the issue describes:
+
+- **dense**: any query naming `m.0dense` (kgfed's own `relations` template on that entity) gets 1.88M small rows
+  (under 1 MB gzipped, far under every byte cap);
+- **big**: any query naming `<http://example.org/big>` gets 200 rows of 1.2 MB literals (240 MB, under the 256 MiB
+  cap of an answer).
+
+The MCP server is driven by the SDK's own client: `relations` on `m.0dense`; then two `sparql` calls of the big
+answer at once while 1-hop `relations` calls run meanwhile. Printed: each outcome's first line, the seconds, the
+1-hop latencies during the big calls, and the peak RSS of the server's process tree (sampled every 0.1 s).
+
+    python -m bench.answer_memory                       # --timeout 10
+    python -m bench.answer_memory --json bench/out/answer_memory.json
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CWQ = ROOT.parent / "shared" / "data" / "freebase" / "cwq_subgraph.nt"
+FB = "http://rdf.freebase.com/ns/"
+BIG = "SELECT ?v WHERE { ?s <http://example.org/big> ?v }"
+DENSE_ROWS, BIG_ROWS, BIG_VALUE = 1_880_000, 200, 1_200_000
+
+
+def _dense() -> bytes:
+    row = '{"r":{"type":"uri","value":"' + FB + 'people.person.p%d"}}'
+    body = '{"head":{"vars":["r"]},"results":{"bindings":[' + ",".join(row % (i % 97) for i in range(DENSE_ROWS)) + "]}}"
+    return gzip.compress(body.encode(), 6)
+
+
+def _big() -> bytes:
+    value = "x" * BIG_VALUE
+    rows = ",".join('{"v":{"type":"literal","value":"%s%d"}}' % (value, i) for i in range(BIG_ROWS))
+    return gzip.compress(('{"head":{"vars":["v"]},"results":{"bindings":[' + rows + "]}}").encode(), 1)
+
+
+class Server:
+    """The SPARQL server above, in its own thread and event loop."""
+
+    def __init__(self) -> None:
+        import pyoxigraph as ox
+
+        self.store = ox.Store()
+        self.store.bulk_load(path=str(CWQ), format=ox.RdfFormat.N_TRIPLES)
+        self.dense, self.big = _dense(), _big()
+        self.ready = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+        assert self.ready.wait(60)
+
+    async def _answer(self, request):
+        import pyoxigraph as ox
+        from aiohttp import web
+
+        fields = dict(await request.post()) if request.method == "POST" else dict(request.query)
+        query = fields.get("query", "")
+        headers = {"Content-Type": "application/sparql-results+json", "Content-Encoding": "gzip"}
+        if "m.0dense" in query:
+            return web.Response(body=self.dense, headers=headers)
+        if "example.org/big" in query:
+            return web.Response(body=self.big, headers=headers)
+        body = await asyncio.to_thread(lambda: self.store.query(query).serialize(format=ox.QueryResultsFormat.JSON))
+        return web.Response(body=body, content_type="application/sparql-results+json")
+
+    def _run(self) -> None:
+        from aiohttp import web
+
+        loop = asyncio.new_event_loop()
+        app = web.Application(client_max_size=1 << 24)
+        app.router.add_route("*", "/sparql", self._answer)
+        runner = web.AppRunner(app)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/sparql"
+        self.ready.set()
+        loop.run_forever()
+
+
+def tree_rss_mb(pid: int) -> float:
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            with open(f"/proc/{current}/status") as fh:
+                total += next(int(line.split()[1]) for line in fh if line.startswith("VmRSS"))
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as fh:
+                    todo += [int(c) for c in fh.read().split()]
+        except (FileNotFoundError, StopIteration, ProcessLookupError):
+            continue
+    return total / 1024
+
+
+def a_hub() -> str:
+    import pyoxigraph as ox
+
+    store = ox.Store()
+    store.bulk_load(path=str(CWQ), format=ox.RdfFormat.N_TRIPLES)
+    row = next(iter(store.query("SELECT ?s (COUNT(*) AS ?n) WHERE { ?s ?p ?o FILTER(STRSTARTS(STR(?s), "
+                                f"'{FB}m.')) }} GROUP BY ?s ORDER BY DESC(?n) LIMIT 1")))
+    return row["s"].value.removeprefix(FB)
+
+
+def _first(result) -> str:
+    text = result.content[0].text if result.content else ""
+    return ("error: " if result.is_error else "") + (text.splitlines()[0] if text else "")[:200]
+
+
+async def measure(timeout: float) -> dict:
+    from mcp import Client
+
+    server, hub = Server(), a_hub()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "kgfed"), "mcp", "--transport", "http", "--port", str(port),
+                             "--kg", "freebase", "--endpoint", f"freebase={server.url}", "--timeout", str(timeout),
+                             "--no-cache"], cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak, out = [0.0], {}
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        done = asyncio.Event()
+
+        async def watch() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], tree_rss_mb(proc.pid))
+                await asyncio.sleep(0.1)
+
+        watcher = asyncio.create_task(watch())
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            await client.call_tool("relations", {"entity": hub, "direction": "out"})
+            peak[0] = 0.0
+            started = time.monotonic()
+            dense = await client.call_tool("relations", {"entity": "m.0dense", "direction": "out"})
+            out["dense"] = {"seconds": round(time.monotonic() - started, 2), "answer": _first(dense),
+                            "peak_tree_mb": round(peak[0])}
+            peak[0] = 0.0
+
+            async def big() -> tuple[float, str]:
+                began = time.monotonic()
+                result = await client.call_tool("sparql", {"query": BIG})
+                return time.monotonic() - began, _first(result)
+
+            started = time.monotonic()
+            calls = [asyncio.create_task(big()) for _ in range(2)]
+            hops = []
+            while not all(c.done() for c in calls):
+                began = time.monotonic()
+                await client.call_tool("relations", {"entity": hub, "direction": "out"})
+                hops.append(round(time.monotonic() - began, 3))
+                await asyncio.sleep(0.05)
+            outcomes = [c.result() for c in calls]
+            out["two_big_sparql"] = {"seconds": [round(s, 2) for s, _ in outcomes], "answers": [a for _, a in outcomes],
+                                     "one_hop_seconds_meanwhile": hops, "one_hop_max": max(hops) if hops else None,
+                                     "peak_tree_mb": round(peak[0]), "wall": round(time.monotonic() - started, 2)}
+        done.set()
+        await watcher
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    result = asyncio.run(measure(args.timeout))
+    print(json.dumps(result, indent=1))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
