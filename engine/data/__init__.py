@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["DATA", "DEMO_EXTRACTS", "DEMO_FREEBASE", "DEMO_QUESTIONS", "DEMO_WIKIDATA", "default_endpoint"]
+
 DATA = Path(__file__).resolve().parent
 DEMO_WIKIDATA = DATA / "demo_wikidata.nt"
 DEMO_FREEBASE = DATA / "demo_freebase.nt"
