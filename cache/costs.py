@@ -11,33 +11,75 @@ charges its own counter through `charge()`:
 `headline` turns a run's summed counters into the cost of a question as users compare it (issue 37: LLM
 calls, tokens, tool calls, SPARQL requests, KG seconds, wall seconds, requests above the hop floor of
 `hop_floor`, two a hop).
+
+The work a question made (issue 39), beside what it asked: `kg_request()` wraps every request sent past the
+cache (cache.responses) and counts its `dependent_rounds`, the longest chain of KG requests the question waited
+for one after another: a round starts when the question sends a request while none of its requests is in
+flight, and lasts until none is (requests sent while one is in flight overlap it: they cost no further round
+trip). `kg_wait_seconds` is the time the question had at least one request in flight (its critical KG time, where
+`kg_seconds` sums overlapping requests). The sentence encoder charges `texts_encoded`, `tokens_encoded` (real),
+`tokens_padded` (what its forward passes computed), `encoder_passes` and `encoder_cpu_seconds` (the CPU time of
+the threads that ran them) to the question whose call encoded them (a text another question was already
+encoding is that question's work).
 """
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+
+class Cost(Counter):
+    """One question's counters, and its KG requests in flight (`kg_request`: not a counter, not written out)."""
+
+    in_flight = 0
+    round_started = 0.0
+
+
 _current: ContextVar[Counter | None] = ContextVar("kgfed_costs", default=None)
+_charging = threading.Lock()
 
 
 def charge(name: str, amount: int | float = 1) -> None:
     """Add `amount` to the current question's counter (no-op outside `track()`)."""
     counter = _current.get()
     if counter is not None:
-        counter[name] += amount  # type: ignore[assignment]  # seconds are float; typeshed types Counter values int
+        with _charging:  # the encoder charges from its threads
+            counter[name] += amount  # type: ignore[assignment]  # seconds are float; typeshed types Counter values int
 
 
 @contextmanager
 def track() -> Iterator[Counter]:
     """Collect the charges of everything run inside this block (and tasks started from it)."""
-    counter: Counter = Counter()
+    counter: Counter = Cost()
     token = _current.set(counter)
     try:
         yield counter
     finally:
         _current.reset(token)
+
+
+@contextmanager
+def kg_request() -> Iterator[None]:
+    """Around one request sent to a KG (past the cache): counts the question's `dependent_rounds` and
+    `kg_wait_seconds` (see the module docstring). A no-op outside `track()`; on the event loop's thread only."""
+    counter = _current.get()
+    if not isinstance(counter, Cost):
+        yield
+        return
+    if counter.in_flight == 0:
+        counter["dependent_rounds"] += 1
+        counter.round_started = time.perf_counter()
+    counter.in_flight += 1
+    try:
+        yield
+    finally:
+        counter.in_flight -= 1
+        if counter.in_flight == 0:
+            counter["kg_wait_seconds"] = round(counter["kg_wait_seconds"] + time.perf_counter() - counter.round_started, 6)
 
 
 # -- the cost of a question as a headline (README's table, the run summary) ----------------------------------
@@ -52,6 +94,12 @@ HEADLINE: dict[str, tuple[str, ...]] = {
     "kg_seconds": ("kg_seconds",),
     "seconds": ("seconds",),
     "above_hop_floor": ("above_hop_floor",),
+    "dependent_rounds": ("dependent_rounds",),
+    "kg_wait_seconds": ("kg_wait_seconds",),
+    "texts_encoded": ("texts_encoded",),
+    "tokens_encoded": ("tokens_encoded",),
+    "tokens_padded": ("tokens_padded",),
+    "encoder_cpu_seconds": ("encoder_cpu_seconds",),
 }
 
 
@@ -67,7 +115,8 @@ def hop_floor(cost: Mapping[str, float], hops: int) -> dict[str, float]:
 def headline(cost: Mapping[str, float], questions: int) -> dict[str, float]:
     """Per question: LLM calls, tokens, tool calls, SPARQL requests (asked; `requests_sent`: sent past the cache),
     KG seconds (the seconds of the requests it sent, `cache.responses`, summed over concurrent ones), wall seconds,
-    and requests above the hop floor; from a run's summed counters."""
+    requests above the hop floor, and its work: dependent rounds, KG wait seconds, texts and tokens encoded (real
+    and padded), encoder CPU seconds; from a run's summed counters."""
     if questions <= 0:
         return {name: 0.0 for name in HEADLINE}
     return {name: round(sum(cost.get(k, 0) for k in keys) / questions, 4) for name, keys in HEADLINE.items()}

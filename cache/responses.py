@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import cast
 
 from ..endpoints.base import Endpoint
-from .costs import charge
+from .costs import charge, kg_request
 from .entries import (FORMAT, Compact, Entry, StoredResult, _blob, cache_key, compact, decode,  # noqa: F401 - re-exported
                       encode, endpoint_key, expect_of, normalise_query)
 from .root import CACHE_FIX, CacheError, CacheSpec, Store, open_store, storage_reason
@@ -545,7 +545,8 @@ class CachedEndpoint:
         """The endpoint's answer; its seconds charged to the question that sent it (`kg_seconds`, cache.costs)."""
         started = time.perf_counter()
         try:
-            return await self.inner.select(query)
+            with kg_request():  # the question's dependent rounds and KG wait (cache.costs)
+                return await self.inner.select(query)
         finally:
             charge("kg_seconds", round(time.perf_counter() - started, 6))
 

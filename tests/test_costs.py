@@ -29,3 +29,67 @@ def test_charge_outside_track_is_a_no_op():
     with track() as cost:
         pass
     assert cost == {}
+
+
+async def test_dependent_rounds_count_requests_waited_for_one_after_another():
+    """Two requests awaited in turn are two rounds; requests in flight together are one (issue 39)."""
+    async with KG.open(f"file:{need(CODEX_NT)}") as kg:
+        def ask(n: int) -> str:
+            return f"SELECT ?s WHERE {{ ?s ?p ?o }} LIMIT {n}"
+
+        async def slow(query: str):  # a sleep in the endpoint keeps the gathered requests in flight together
+            await asyncio.sleep(0.05)
+            return await inner_select(query)
+
+        inner_select = kg.endpoint.inner.select
+        kg.endpoint.inner.select = slow
+        with track() as cost:
+            await kg.select(ask(1), bound=False)
+            await kg.select(ask(2), bound=False)
+            await asyncio.gather(*(kg.select(ask(n), bound=False) for n in (3, 4, 5)))
+            await kg.select(ask(1), bound=False)  # a cache hit: no request, no round
+    assert (cost["requests_sent"], cost["cache_hits"], cost["dependent_rounds"]) == (5, 1, 3)
+    assert 0.15 <= cost["kg_wait_seconds"] <= cost["kg_seconds"]  # 3 rounds of at least 50 ms; 5 requests summed more
+
+
+def test_encoder_work_is_charged_to_the_question_that_encoded_it(tmp_path):
+    """Texts, real and padded tokens, passes and CPU seconds, also from the encoding threads (`Embedder.encode`)."""
+    from kgfed.engine.toolbox.embeddings import Embedder, load_model
+
+    texts = ["where was he born", "people.person.place_of_birth", "location.location.containedby and then some more words",
+             "where was he born"]
+    tokenizer = load_model().tokenizer
+    lengths = {t: len(tokenizer.encode(t).ids) for t in texts}
+    embedder = Embedder(False)
+
+    async def question():
+        with track() as cost:
+            await embedder.encode(texts)  # a daemon thread: charged to this question all the same
+            await embedder.encode(texts[:2])  # remembered: nothing encoded again
+        return cost
+
+    cost = asyncio.run(question())
+    assert cost["texts_encoded"] == 3 and cost["tokens_encoded"] == sum(lengths[t] for t in set(texts))
+    assert cost["encoder_passes"] >= 1 and cost["tokens_padded"] >= cost["tokens_encoded"]
+    assert cost["tokens_padded"] <= 3 * max(lengths.values())
+    assert 0 < cost["encoder_cpu_seconds"] < 60
+
+
+def test_a_runs_costs_file_and_summary_carry_its_work(tmp_path):
+    """`kgfed run`'s sidecar and summary: rounds, encoder work, peak RSS (a method asking relations, then neighbours)."""
+    import json
+
+    from kgfed.engine.harness.runner import costs_path_for, run
+
+    from .test_runner import cwq_questions, cwq_spec
+
+    out = tmp_path / "preds.jsonl"
+    summary = asyncio.run(run(cwq_spec(), cwq_questions(4), out, concurrency=1, progress=False))
+    costs = [json.loads(line) for line in costs_path_for(out).read_text().splitlines()]
+    answered = [c for c in costs if c.get("requests_sent") == 2]
+    assert answered and all(c["dependent_rounds"] == 2 for c in answered)  # relations, then neighbours: in turn
+    assert all(c["texts_encoded"] >= 1 and c["tokens_padded"] >= c["tokens_encoded"] > c["texts_encoded"] for c in answered)
+    per_question = summary["per_question"]
+    assert per_question["dependent_rounds"] == round(sum(c.get("dependent_rounds", 0) for c in costs) / len(costs), 4)
+    assert per_question["tokens_encoded"] > 0 and per_question["encoder_cpu_seconds"] > 0
+    assert 50 < summary["peak_rss_mb"] < 2048

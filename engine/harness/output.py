@@ -344,6 +344,14 @@ def interrupted_note(output: Output, tally: Tally, sigterm: bool) -> str:
         return f"{why}: {tally.done} new answers kept in {output.path} ({len(output.predictions)} in all; run again to resume)"
     return f"{why} before any question was answered: nothing written"
 
+def peak_rss_mb() -> float:
+    """The largest resident set, in MB, of this process and of any worker process it waited for (getrusage)."""
+    import resource
+
+    kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return round(kb / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)  # macOS reports bytes, Linux kilobytes
+
+
 def summarize(output: Output, questions: Sequence[Question], tally: Tally, skipped: int) -> dict[str, Any]:
     """Scores of everything in the output for these questions (ToG rule and strict) and this run's rates."""
     wanted = {q.id for q in questions}
@@ -371,5 +379,6 @@ def summarize(output: Output, questions: Sequence[Question], tally: Tally, skipp
         "tokens_per_question": round((cost.get("input_tokens", 0) + cost.get("output_tokens", 0)) / n, 1) if n else 0.0,
         "per_question": headline(cost, n),  # cache.costs.headline: the cost of a question as the README's table shows it
         "cost": {k: round(v, 4) if isinstance(v, float) else v for k, v in sorted(cost.items())},
+        "peak_rss_mb": peak_rss_mb(),
         **({"llm_gate": {k: round(v, 2) for k, v in sorted(tally.llm.items())}} if tally.llm else {}),
     }

@@ -23,6 +23,7 @@ other than torch stores its vectors under its own model id (`…+onnx`), apart f
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import os
 import queue
@@ -35,6 +36,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from ...cache.costs import charge
 from ...cache.root import CacheError, Store, StoreClosed
 from ...sparql.errors import KgfedError
 from . import encoders as backends
@@ -107,8 +109,10 @@ def preload(path: str | os.PathLike | None = None) -> threading.Thread:
 
 async def _in_daemon_thread(fn: Callable[..., T], *args) -> T:
     """`fn(*args)` in a daemon thread: like `asyncio.to_thread`, but never holds up the exit on Ctrl-C
-    (the default executor's threads are joined at shutdown, which waits out a 30 s torch import)."""
+    (the default executor's threads are joined at shutdown, which waits out a 30 s torch import). It runs in
+    the caller's context, so what it charges (`cache.costs`) is the calling question's."""
     loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
     future: asyncio.Future = loop.create_future()
 
     def deliver(result, error) -> None:
@@ -117,7 +121,7 @@ async def _in_daemon_thread(fn: Callable[..., T], *args) -> T:
 
     def work() -> None:
         try:
-            result, error = fn(*args), None
+            result, error = context.run(fn, *args), None
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
             result, error = None, exc
         try:
@@ -216,25 +220,36 @@ def encode_texts(path: str | os.PathLike | None, texts: Sequence[str], batch_siz
     The batches are the ones the encoder's own `encode` would form (on torch `SentenceTransformer.encode`'s:
     longest first by characters, `batch_size` each; on ONNX its `batches`: by tokens, cut to pad least, each
     run with `encode_pass`), so every vector is bit for bit what one `encode` call gives; they are shared out
-    among the free replicas, the calling thread working on one and a daemon thread on each other."""
+    among the free replicas, the calling thread working on one and a daemon thread on each other.
+
+    Charged to the calling question (`cache.costs`): `texts_encoded`, `encoder_passes`, `encoder_cpu_seconds` (the
+    CPU time of the threads that ran the passes), and on ONNX `tokens_encoded` and `tokens_padded` (real tokens,
+    and what the passes computed: each text padded to its pass's longest)."""
     import numpy as np
 
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
     pool = _replicas(path)
     first = pool.take()
-    plan = getattr(first, "batches", None)
+    plan = getattr(first, "plan", None)
     if plan is not None:
-        batches = [np.asarray(rows) for rows in plan(texts, batch_size)]
+        groups, lengths = plan(texts, batch_size)
+        batches = [np.asarray(rows) for rows in groups]
+        charge("tokens_encoded", sum(lengths))
+        charge("tokens_padded", sum(len(rows) * max(lengths[i] for i in rows) for rows in groups))
     else:  # SentenceTransformer.encode's: longest first by characters, `batch_size` each
         order = np.argsort([-len(t) for t in texts])
         batches = [order[start:start + batch_size] for start in range(0, len(texts), batch_size)]
+    charge("texts_encoded", len(texts))
+    charge("encoder_passes", len(batches))
+    cpu: list[float] = []  # each thread's CPU seconds (list.append is atomic)
     vectors: list = [None] * len(batches)
     pending = iter(range(len(batches)))
     next_lock = threading.Lock()
     errors: list[BaseException] = []
 
     def work(model) -> None:
+        started = time.thread_time()
         try:
             if getattr(model, "uses_torch", True):
                 _limit_torch_threads()
@@ -252,6 +267,7 @@ def encode_texts(path: str | os.PathLike | None, texts: Sequence[str], batch_siz
         except BaseException as exc:  # noqa: BLE001 - raised again on the calling thread
             errors.append(exc)
         finally:
+            cpu.append(time.thread_time() - started)
             pool.give(model)
 
     helpers: list[threading.Thread] = []
@@ -262,6 +278,7 @@ def encode_texts(path: str | os.PathLike | None, texts: Sequence[str], batch_siz
     work(first)
     for helper in helpers:
         helper.join()
+    charge("encoder_cpu_seconds", round(sum(cpu), 6))
     if errors:
         raise errors[0]
     out = np.empty((len(texts), vectors[0].shape[1]), dtype=np.float32)

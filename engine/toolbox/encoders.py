@@ -330,12 +330,16 @@ class OnnxEncoder:
         however far the pass is padded (tests/test_encoders.py checks it), so the grouping is free to
         minimise the tokens computed. Sorted by characters in fixed batches (as `SentenceTransformer.encode`
         does), 40 CWQ questions' calls computed 1.43x their real tokens for ToG and 1.17x for PoG."""
-        if self.alone:
-            return [[i] for i in range(len(texts))]
+        return self.plan(texts, batch_size)[0]
+
+    def plan(self, texts: Sequence[str], batch_size: int) -> tuple[list[list[int]], list[int]]:
+        """`batches`, and each text's length in tokens (what its passes compute: the work a cost counts)."""
         lengths = [self._input_length(t) for t in texts]
+        if self.alone:
+            return [[i] for i in range(len(texts))], lengths
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         groups = least_padding([lengths[i] for i in order], batch_size, PASS_COST_TOKENS)
-        return [[order[k] for k in group] for group in groups]
+        return [[order[k] for k in group] for group in groups], lengths
 
     def encode(self, texts: str | Sequence[str], batch_size: int = 32, normalize_embeddings: bool = False,
                convert_to_numpy: bool = True, show_progress_bar: bool = False) -> np.ndarray:
