@@ -24,15 +24,15 @@ def register(command, add_source_options, add_cache_options) -> None:
     p = command("serve", cmd_serve, "serve the agent tool profiles over HTTP for RL rollouts (127.0.0.1 by default)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; any other needs a bearer "
                                                         f"token in ${TOKEN_ENV} or --token-file)")
-    p.add_argument("--port", type=int, default=8766, help="TCP port (default 8766; 0: any free one, printed)")
+    p.add_argument("--port", type=_whole, default=8766, help="TCP port (default 8766; 0: any free one, printed)")
     p.add_argument("--token-file", metavar="FILE", help=f"a file holding the bearer token (else ${TOKEN_ENV})")
     p.add_argument("--profiles", metavar="NAME[,NAME]", help="tool profiles to offer (default: every one that applies "
                                                              "to the KGs: kgfed, sog, kg-r1, graphwalker, wmde)")
     p.add_argument("--deadline", type=float, default=30.0, metavar="S", help="seconds a tool call may take (default 30)")
     p.add_argument("--max-inflight", type=int, default=64, metavar="N", help="tool calls run at once (default 64)")
-    p.add_argument("--max-queue", type=int, default=1024, metavar="N",
+    p.add_argument("--max-queue", type=_whole, default=1024, metavar="N",
                    help="calls waiting for a slot; past it a call gets 429 with Retry-After (default 1024)")
-    p.add_argument("--coalesce-ms", type=float, default=2.0, metavar="MS",
+    p.add_argument("--coalesce-ms", type=_number, default=2.0, metavar="MS",
                    help="window gathering concurrent relations/labels calls into one batched query (default 2; 0: off)")
     p.add_argument("--query-memory", type=int, default=DEFAULT_QUERY_MEMORY_MB, metavar="MB",
                    help=f"sparql tools on a file store: memory one query may add, in MB (default {DEFAULT_QUERY_MEMORY_MB})")
@@ -41,6 +41,27 @@ def register(command, add_source_options, add_cache_options) -> None:
     p.add_argument("--replay-calls", metavar="DIR", help="answer from DIR/calls.jsonl only, byte for byte (no KG is asked)")
     add_kg_options(p)
     add_cache_options(p)
+
+
+def _whole(text: str) -> int:
+    """A whole number ≥ 0 (the checks of `_check` give each option its range)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {text}")
+    return value
 
 
 def _token(args: argparse.Namespace) -> str | None:

@@ -166,7 +166,7 @@ async def start_site(server: ToolServer) -> tuple[web.AppRunner, int]:
     runner = web.AppRunner(make_app(server), access_log=None, keepalive_timeout=max(5.0, options.read_timeout),
                            shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, options.host, options.port, shutdown_timeout=1.0, backlog=1024)
+    site = web.TCPSite(runner, options.host, options.port, backlog=1024)
     try:
         await site.start()
     except OSError as exc:
