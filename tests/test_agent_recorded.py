@@ -38,6 +38,8 @@ MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
 RECORDED: dict[str, list[tuple[str, int]]] = {
     # kgfed's own profile: the model planned in prose every turn (64 tokens) and called no tool: no answer
     "kgfed": [("{NULL}", 0), ("{NULL}", 0), ("{NULL}", 0), ("{NULL}", 0), ("{NULL}", 0)],
+    # sog: a search a turn (on the topic entity, properties=["name"] or a guessed one), no answer within 3 turns
+    "sog": [("{NULL}", 3), ("{NULL}", 3), ("{NULL}", 4), ("{NULL}", 3), ("{NULL}", 3)],
 }
 
 
