@@ -6,7 +6,7 @@ import time
 from typing import Literal as TypingLiteral
 from urllib.parse import urlsplit
 
-from ..sparql.errors import EndpointError, HttpStatusError, NotAnAnswer, PartialResult
+from ..sparql.errors import EndpointError, EndpointTimeout, HttpStatusError, NotAnAnswer, PartialResult
 from ..sparql.results import AnswerBudget, SelectResult, parse_sparql_json
 from ..sparql.secrets import redact, split_credentials
 from .bounds import answer_budget, current_bounds
@@ -116,7 +116,8 @@ class HttpEndpoint:
         stops there too. The answer is parsed under the caller's `AnswerBudget` (rows and terms, counted as
         they are built); a large one in a thread, off the event loop.
         """
-        deadline = time.monotonic() + self._seconds()
+        seconds = self._seconds()
+        deadline = time.monotonic() + seconds
         fields = {"query": query}
         if self.default_graph:
             fields["default-graph-uri"] = self.default_graph
@@ -134,6 +135,10 @@ class HttpEndpoint:
         result = await self._parse(response.body, host, deadline)
         state = response.headers.get("X-SQL-State", "")
         if state.upper() == "S1TAT":
+            if self.partial == "error" and not self.timeout_ms and "timeout" in limited and \
+                    time.monotonic() >= deadline - 0.2 * seconds:  # stopped at kgfed's own limit: a timeout, as the client's
+                raise EndpointTimeout(f"{host} stopped the query at kgfed's time limit of {seconds:g} s (Virtuoso's anytime "
+                                      "timeout, X-SQL-State: S1TAT): simplify the query, batch less, or raise --timeout")
             result.partial = True
             result.note = response.headers.get("X-SQL-Message") or "Virtuoso anytime timeout (X-SQL-State: S1TAT)"
         elif response.headers.get("X-SPARQL-MaxRows"):  # Virtuoso cut the result at its ResultSetMaxRows
