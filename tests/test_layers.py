@@ -35,7 +35,9 @@ ALLOWED: dict[str, set[str]] = {
     "engine.harness": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox", "engine.federation",
                        "engine.text", "engine.methods", "engine.config", "engine.session", "engine.agent"},
     "engine.mcp": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox", "engine.federation",
-                   "engine.text", "engine.methods", "engine.config", "engine.session", "engine.agent"},
+                   "engine.text", "engine.methods", "engine.config", "engine.session", "engine.agent"},    # `kgfed serve`: the agent profiles over HTTP on one session; rewards by the harness's scoring
+    "engine.serve": {"sparql", "endpoints", "cache", "engine.data", "engine.kg", "engine.toolbox", "engine.config",
+                     "engine.session", "engine.agent", "engine.harness"},
 }
 
 
