@@ -205,7 +205,8 @@ def open_endpoint(endpoint: str, *, name: str | None = None, dialect: str | None
 
     extra: dict[str, Any] = {} if partial is None else {"partial": partial}
     return KG.open(endpoint, dialect=dialect, name=name, http=client if client is not None else http, cache=cache,
-                   fallbacks=tuple(split_fallback(item)[1] for item in fallbacks), **extra)
+                   fallbacks=tuple(split_fallback(item)[1] for item in fallbacks), query_memory_mb=http.query_memory_mb,
+                   **extra)
 
 
 def open_kgs(specs: list[KGSpec], *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = DEFAULT_CACHE,

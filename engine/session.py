@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..sparql.errors import Closed, KgfedError
@@ -113,16 +112,7 @@ class Session:
         except BaseException:
             self._close_client_soon()
             raise
-        for kg in self.kgs.values():
-            self._bound(kg)
         return self
-
-    def _bound(self, kg: Any) -> None:
-        """A caller's query on the KG's file store (`KG.select`) gets the session's `--query-memory` too (over
-        the shared client, `KG.open` knows only its timeout)."""
-        bounds = getattr(kg, "query_bounds", None)
-        if bounds is not None:
-            kg.query_bounds = replace(bounds, memory_mb=self.http.query_memory_mb)
 
     async def __aenter__(self) -> Session:
         return self.open()
@@ -182,7 +172,6 @@ class Session:
         if spec.name in self.kgs:
             raise KgfedError(f"KG named twice ({spec.name}): give each KG once")
         kg = open_kg(spec, http=self.http, cache=self.cache, client=self.client)
-        self._bound(kg)
         self.kgs[spec.name] = kg
         return kg
 

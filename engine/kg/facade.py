@@ -143,6 +143,7 @@ class KG(Capabilities):
         refresh: bool = False,
         own_cache: bool = False,
         fallbacks: Sequence[Endpoint] = (),
+        query_bounds: Bounds | None = None,
     ):
         self.dialect = dialect if relation_filter is None else replace(dialect, relation_filter=relation_filter)
         self.name = name or dialect.name
@@ -169,7 +170,8 @@ class KG(Capabilities):
         self._triples: set[Triple] = set()  # (entity, relation, direction) triples already found valid
         self._follow: dict[str, bool] = {}  # relation -> listed by relations() (filter and dialect allow it)
         self._has_qualifiers: bool | None = None  # the store holds qualifier properties at all (probed once)
-        self.query_bounds = Bounds()  # a caller's query on a file store (`select`); KG.open sets the run's
+        # a caller's query on a file store (`select`): the run's --timeout and --query-memory (KG.open passes them)
+        self.query_bounds = query_bounds if query_bounds is not None else Bounds()
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -182,6 +184,7 @@ class KG(Capabilities):
         http: HttpOptions | HttpClient | None = None,
         cache: CacheOptions | ResponseCache | bool | None = True,
         fallbacks: Sequence[str] = (),
+        query_memory_mb: int | None = None,
         **options,
     ) -> KG:
         """A KG for an endpoint spec (`wikidata`, `qlever-freebase`, `file:kg.nt`, a URL + dialect).
@@ -195,6 +198,8 @@ class KG(Capabilities):
         (default, raise `PartialResult`), `"retry"` (longer timeouts, then raise), `"allow"` (return
         them, flagged `.partial`). `fallbacks` are endpoint specs in the same dialect, asked in order
         while the endpoint is down or keeps failing (each answer's `.source` names the endpoint that gave it).
+        A caller's query on a file store (`select`) runs for at most the client's timeout with `query_memory_mb`
+        MB on top of the store (None: `http`'s `query_memory_mb` when it is `HttpOptions`, else the default).
 
         The keywords of 0.2 (`cache_dir`, `offline`, `refresh`, `max_age`, `user_agent`, `timeout`,
         `concurrency`, `client`) were removed in 0.3.0: a one-line error names their replacement.
@@ -213,11 +218,11 @@ class KG(Capabilities):
         own_cache = shared is None and cache.enabled
         store = shared if shared is not None else ResponseCache(cache.root) if own_cache else None
         max_age: float | str = "auto" if cache.max_age is None else cache.max_age
-        kg = cls(endpoint, chosen, name=name, cache=store, client=client if owned else None, own_cache=own_cache,
-                 fallbacks=backups, offline=cache.offline, refresh=cache.refresh, max_age=max_age, **options)
-        memory = http.query_memory_mb if isinstance(http, HttpOptions) else HttpOptions().query_memory_mb
-        kg.query_bounds = Bounds(timeout=float(client.timeout), memory_mb=memory)
-        return kg
+        if query_memory_mb is None:
+            query_memory_mb = (http if isinstance(http, HttpOptions) else HttpOptions()).query_memory_mb
+        return cls(endpoint, chosen, name=name, cache=store, client=client if owned else None, own_cache=own_cache,
+                   fallbacks=backups, offline=cache.offline, refresh=cache.refresh, max_age=max_age,
+                   query_bounds=Bounds(timeout=float(client.timeout), memory_mb=query_memory_mb), **options)
 
     async def __aenter__(self) -> KG:
         return self
