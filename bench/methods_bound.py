@@ -23,8 +23,12 @@ Each method runs as a user runs it: one whole `kgfed run … --llm none --json` 
 (every query sent to the embedded store, every text encoded), timed from outside (*cold wall*: imports, model and
 store load, exit included); *answering* is the run's own `seconds` (from its runtime being open). The table gives
 both against the bound, with the machine load (`os.getloadavg`, 1 minute) before and after each run, the run's
-LLM calls, SPARQL requests and peak RSS (`peak_rss_mb` of its summary). The machine is shared: a bound is measured
-at the start, a load that grows later makes the ratios larger. `--keep DIR` keeps each method's prediction
+LLM calls, SPARQL requests and peak RSS (`peak_rss_mb` of its summary), and the CPU seconds of its process (user +
+system, `getrusage` of the child): on a loaded machine the wall time mostly measures the other processes, the CPU
+time what the run itself spent (`encoder_cpu_over_tokens`: the encoder's CPU against its tokens at the measured
+price, `other_cpu_seconds`: the process's CPU beside the encoder's). The machine is shared: a bound is measured
+at the start, a load that grows later makes the ratios larger. An untimed one-question run comes first (`--no-warmup`
+skips it), and every run keeps its compiled bytecode (`bytecode_env`), as an installed kgfed's processes do. `--keep DIR` keeps each method's prediction
 file (DIR/METHOD.jsonl), to compare runs byte for byte.
 """
 from __future__ import annotations
@@ -34,6 +38,7 @@ import asyncio
 import contextlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -95,22 +100,36 @@ def bound(tokens: float, rounds: float, per_token: float, threads: int, round_tr
     return tokens * per_token / max(1, threads) + rounds * round_trip
 
 
-def run_method(method: str, sample: int, seed: int, in_flight: int, work: Path) -> dict:
+def run_method(method: str, sample: int, seed: int, in_flight: int, work: Path, env: Mapping[str, str] | None = None) -> dict:
     """One cold `kgfed run` of `method` (fresh cache directory): its summary, cost lines and whole-process wall."""
     out, cache = work / f"{method}.jsonl", work / f"cache-{method}"
+    work.mkdir(parents=True, exist_ok=True)
+    for stale in (out, out.with_name(out.stem + ".costs.jsonl"), out.with_name(out.name + ".kgfed.json")):
+        stale.unlink(missing_ok=True)
     command = [*kgfed(), "run", *SETS["cwq"], "--method", method, "--llm", "none", "--out", str(out),
                "--cache-dir", str(cache), "--in-flight", str(in_flight), "--json", "--no-progress"]
     if sample:
         command += ["--sample", str(sample), "--seed", str(seed)]
     load_before = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{method} failed (exit {done.returncode}): {done.stderr.strip()[-400:]}")
     summary = json.loads(done.stdout)
     costs = [json.loads(line) for line in Path(summary["costs"]).read_text().splitlines() if line.strip()]
-    return {"wall": wall, "summary": summary, "costs": costs, "load": (load_before, os.getloadavg()[0])}
+    return {"wall": wall, "cpu": cpu, "summary": summary, "costs": costs, "load": (load_before, os.getloadavg()[0])}
+
+
+def bytecode_env(tmp: Path) -> dict[str, str]:
+    """The runs' environment, with compiled bytecode kept (under `tmp`, outside the tree) as an installed kgfed has
+    it: with $PYTHONDONTWRITEBYTECODE set every process compiles kgfed's modules again (about 1 s of CPU)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    return env
 
 
 def figures(method: str, ran: Mapping, per_token: float, threads: int, round_trip: float, in_flight: int) -> dict:
@@ -119,6 +138,7 @@ def figures(method: str, ran: Mapping, per_token: float, threads: int, round_tri
     total = summary["cost"]
     tokens, rounds = total.get("tokens_encoded", 0), chain(costs, in_flight)
     limit = bound(tokens, rounds, per_token, threads, round_trip)
+    encoder_cpu = total.get("encoder_cpu_seconds", 0)
     return {
         "method": method, "n": summary["questions"], "failed": summary["failed"], "hits@1": summary["hits@1"],
         "wall": round(ran["wall"], 2), "answering": summary["seconds"], "bound": round(limit, 3),
@@ -127,7 +147,9 @@ def figures(method: str, ran: Mapping, per_token: float, threads: int, round_tri
         "encoder_bound": round(tokens * per_token / max(1, threads), 3), "kg_bound": round(rounds * round_trip, 3),
         "texts_encoded": total.get("texts_encoded", 0), "tokens_encoded": tokens,
         "tokens_padded": total.get("tokens_padded", 0), "encoder_passes": total.get("encoder_passes", 0),
-        "encoder_cpu_seconds": round(total.get("encoder_cpu_seconds", 0), 2),
+        "encoder_cpu_seconds": round(encoder_cpu, 2), "cpu_seconds": round(ran["cpu"], 2),
+        "encoder_cpu_over_tokens": round(encoder_cpu / (tokens * per_token), 2) if tokens else None,
+        "other_cpu_seconds": round(ran["cpu"] - encoder_cpu, 2),
         "sparql_requests": total.get("requests_sent", 0), "dependent_rounds": rounds,
         "dependent_rounds_summed": total.get("dependent_rounds", 0), "llm_calls": total.get("llm_calls", 0),
         "peak_rss_mb": summary.get("peak_rss_mb"), "load": [round(x, 1) for x in ran["load"]],
@@ -138,12 +160,14 @@ def print_table(rows: Sequence[Mapping], header: Mapping) -> None:
     print(f"per token {header['per_token_us']} µs (one thread), {header['encoder_threads']} encoder threads, "
           f"round trip {header['round_trip_ms']} ms, {header['in_flight']} in flight; load at start {header['load'][0]:.1f}")
     print("| method | n | cold wall s | answering s | bound s (encoder + KG) | wall / bound | answering / bound | "
-          "tokens (padded) | encoder CPU s | requests | rounds | LLM calls | peak RSS MB | load |")
-    print("|---|" + "---|" * 13)
+          "tokens (padded) | encoder CPU s (/ tokens x per token) | process CPU s | requests | rounds | LLM calls | "
+          "peak RSS MB | load |")
+    print("|---|" + "---|" * 14)
     for r in rows:
         print(f"| {r['method']} | {r['n']} | {r['wall']} | {r['answering']} | {r['bound']} ({r['encoder_bound']} + "
               f"{r['kg_bound']}) | {r['wall_over_bound']} | {r['answering_over_bound']} | {r['tokens_encoded']} "
-              f"({r['tokens_padded']}) | {r['encoder_cpu_seconds']} | {r['sparql_requests']} | {r['dependent_rounds']} | "
+              f"({r['tokens_padded']}) | {r['encoder_cpu_seconds']} ({r['encoder_cpu_over_tokens']}x) | {r['cpu_seconds']} | "
+              f"{r['sparql_requests']} | {r['dependent_rounds']} | "
               f"{r['llm_calls']} | {r['peak_rss_mb']} | {r['load'][0]}-{r['load'][1]} |")
 
 
@@ -155,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--in-flight", type=int, default=8, help="questions in flight (kgfed run --in-flight; default 8)")
     parser.add_argument("--round-trip", type=float, help="seconds of one round (default: measured on the fixture)")
     parser.add_argument("--pass-rounds", type=int, default=1, help="rounds of the pass table (default 1)")
+    parser.add_argument("--no-warmup", action="store_true", help="no untimed one-question run first (bytecode, page cache)")
     parser.add_argument("--keep", help="keep each method's predictions in this directory (DIR/METHOD.jsonl)")
     parser.add_argument("--json", dest="json_out", help="also write the figures to this file")
     args = parser.parse_args(argv)
@@ -174,10 +199,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
                   "round_trip_ms": round(round_trip * 1e3, 3), "in_flight": args.in_flight, "sample": args.sample,
                   "seed": args.seed, "load": load}
         work = Path(args.keep) if args.keep else Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
+        env = bytecode_env(Path(tmp))
+        if not args.no_warmup:  # untimed: compiles kgfed's modules once, reads the model and store into the page cache
+            run_method(methods[0], 1, args.seed, 1, Path(tmp) / "warmup", env)
         rows = []
         for method in methods:
-            ran = run_method(method, args.sample, args.seed, args.in_flight, work)
+            ran = run_method(method, args.sample, args.seed, args.in_flight, work, env)
             rows.append(figures(method, ran, per_token, threads, round_trip, args.in_flight))
             r = rows[-1]
             print(f"{method:6} n={r['n']} wall {r['wall']:.1f}s answering {r['answering']:.1f}s bound {r['bound']:.2f}s "
