@@ -84,15 +84,6 @@ class Session:
         self._opened = False
         self._closed = False
 
-    @classmethod
-    def around(cls, kgs: Mapping[str, Any], **options: Any) -> Session:
-        """An open session around KGs opened elsewhere (as `config.open_kgs` returns them, with their
-        `client`): it uses their client and closes the KGs (and a client they own) with itself."""
-        session = cls(client=getattr(kgs, "client", None), **options)
-        session.kgs = kgs  # type: ignore[assignment]
-        session._opened = True
-        return session
-
     # -- lifetime ------------------------------------------------------------------------------------
     def open(self) -> Session:
         """Build the client and open the KGs (no request is sent: sessions and stores open lazily)."""
