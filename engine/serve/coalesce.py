@@ -14,7 +14,7 @@ facade's, except
 
 `neighbors` is not gathered: a batched `neighbors_many` carries no per-triple LIMIT (the facade caps each
 triple after the rows arrive), so one triple with a million far ends would cost the whole batch; identical
-`neighbors` calls in flight already share one request in the response cache.
+`neighbors` calls in flight share one future here (and one request in the response cache).
 A complete answer is kept `memo_seconds` (in memory, at most `memo_size` keys) so that a later rollout's call
 does not depend on which batch the first one fell into; a partial answer is never kept.
 """
@@ -108,6 +108,7 @@ class CoalescingKG:
         self._guard, self._runner = guard, runner
         self._memo = _Memo(memo_size, memo_seconds)
         self._relations: dict[str, _Window] = {}
+        self._flights: dict[tuple, asyncio.Future[Any]] = {}
         self._labels = _Window(self.window, self._flush_labels, self.coalesce_stats)
 
     def __getattr__(self, name: str) -> Any:
@@ -138,6 +139,28 @@ class CoalescingKG:
             self._memo.put(("relations", entity, direction), answer)
             out[entity] = answer
         return out
+
+    async def neighbors(self, entity: str, relation: str, direction: str = "out", *, limit: int | None = None) -> Answer:
+        plain = type(entity) is str and type(relation) is str and type(direction) is str and (limit is None or type(limit) is int)
+        if self.window <= 0 or not plain:
+            return await self.inner.neighbors(entity, relation, direction, limit=limit)
+        key = ("neighbors", entity, relation, direction, limit)
+        answer = self._memo.get(key)
+        if answer is not None:
+            self.coalesce_stats["memo"] = self.coalesce_stats.get("memo", 0) + 1
+            return answer
+        flight = self._flights.get(key)
+        if flight is None:
+            flight = self._flights[key] = asyncio.ensure_future(self.inner.neighbors(entity, relation, direction, limit=limit))
+            flight.add_done_callback(lambda done, key=key: self._landed(key, done))
+        else:
+            self.coalesce_stats["shared"] = self.coalesce_stats.get("shared", 0) + 1
+        return await asyncio.shield(flight)
+
+    def _landed(self, key: tuple, flight: asyncio.Future[Any]) -> None:
+        self._flights.pop(key, None)
+        if not flight.cancelled() and flight.exception() is None:
+            self._memo.put(key, flight.result())
 
     async def labels(self, ids: Sequence[str]) -> AnswerMap:
         if self.window <= 0 or isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence) \

@@ -252,7 +252,8 @@ class ToolServer:
         async with self._admitted():
             started = time.perf_counter()
             try:
-                out = await asyncio.wait_for(self._run(chosen, tool_, arguments, rollout), seconds)
+                async with asyncio.timeout(seconds):  # no task of its own (wait_for makes one per call)
+                    out = await self._run(chosen, tool_, arguments, rollout)
             except ToolError as exc:
                 self.stats["tool_errors"] += 1
                 error = ServeError(str(exc).splitlines()[0] if str(exc) else "bad call", 400)
