@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import gzip
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -44,7 +43,7 @@ def _dense() -> bytes:
 
 def _big() -> bytes:
     value = "x" * BIG_VALUE
-    rows = ",".join('{"v":{"type":"literal","value":"%s%d"}}' % (value, i) for i in range(BIG_ROWS))
+    rows = ",".join('{"v":{"type":"literal","value":"' + value + str(i) + '"}}' for i in range(BIG_ROWS))
     return gzip.compress(('{"head":{"vars":["v"]},"results":{"bindings":[' + rows + "]}}").encode(), 1)
 
 
@@ -90,31 +89,6 @@ class Server:
         loop.run_forever()
 
 
-def tree_rss_mb(pid: int) -> float:
-    total, todo = 0, [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            with open(f"/proc/{current}/status") as fh:
-                total += next(int(line.split()[1]) for line in fh if line.startswith("VmRSS"))
-            for task in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{task}/children") as fh:
-                    todo += [int(c) for c in fh.read().split()]
-        except (FileNotFoundError, StopIteration, ProcessLookupError):
-            continue
-    return total / 1024
-
-
-def a_hub() -> str:
-    import pyoxigraph as ox
-
-    store = ox.Store()
-    store.bulk_load(path=str(CWQ), format=ox.RdfFormat.N_TRIPLES)
-    row = next(iter(store.query("SELECT ?s (COUNT(*) AS ?n) WHERE { ?s ?p ?o FILTER(STRSTARTS(STR(?s), "
-                                f"'{FB}m.')) }} GROUP BY ?s ORDER BY DESC(?n) LIMIT 1")))
-    return row["s"].value.removeprefix(FB)
-
-
 def _first(result) -> str:
     text = result.content[0].text if result.content else ""
     return ("error: " if result.is_error else "") + (text.splitlines()[0] if text else "")[:200]
@@ -123,7 +97,9 @@ def _first(result) -> str:
 async def measure(timeout: float) -> dict:
     from mcp import Client
 
-    server, hub = Server(), a_hub()
+    from tests.test_bounded_mcp import a_hub, tree_rss_mb  # the issue-28 check's own measures
+
+    server, hub = Server(), a_hub(CWQ)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

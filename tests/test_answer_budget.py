@@ -90,26 +90,21 @@ def test_the_budget_is_written_once():
 
 
 # -- over HTTP, from a real server ---------------------------------------------------------------------
-async def _serve(body: bytes, *, gzip: bool = True):
-    import gzip as gz
+async def _serve(body: bytes):
+    """`body` gzipped, as a SPARQL server sends it, from a real aiohttp server on 127.0.0.1."""
+    import gzip
 
     from aiohttp import web
 
-    payload = gz.compress(body, 6) if gzip else body
+    from .test_bounded import _serve as serve
+
+    packed = gzip.compress(body, 6)
 
     async def handler(request):
-        headers = {"Content-Type": "application/sparql-results+json"}
-        if gzip:
-            headers["Content-Encoding"] = "gzip"
-        return web.Response(body=payload, headers=headers)
+        return web.Response(body=packed, headers={"Content-Type": "application/sparql-results+json",
+                                                  "Content-Encoding": "gzip"})
 
-    app = web.Application()
-    app.router.add_route("*", "/sparql", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/sparql"
+    return await serve(handler)
 
 
 async def test_a_callers_bounds_and_the_runs_options_set_the_budget_over_http():
