@@ -6,12 +6,14 @@ store is loaded: a changed file is a different endpoint, so old cache entries ar
 Two paths. kgfed's own 1-hop templates run in process (inline or in a thread): they are bounded by
 construction and a thread hop is the whole cost. A query written by an untrusted caller (the MCP
 `sparql` tool) runs inside `with bounded(timeout=..., memory_mb=...)`: it goes to a small pool of
-worker processes (`QueryWorkers`, `oxiworker`) that each hold a copy of the store, loaded once. pyoxigraph
-cannot interrupt a running query, so a query past its timeout, or whose caller gave up, is ended by
-killing its worker (its memory is freed with it) and a fresh worker is started in the background; a
-worker's address space is capped (`RLIMIT_AS`) at what the load left it plus `memory_mb`, and an answer
-larger than `max_bytes` (the HTTP transport's cap, `transport.MAX_BODY_BYTES`) is never read: its worker is
-killed and the caller hears so in one line. `KG.select` (and so `kgfed query`) runs every query it is given on
+worker processes (`QueryWorkers`, `oxiworker`) that each hold a copy of the store, loaded once. A query past
+its timeout, or whose caller gave up, is interrupted (SIGUSR1: the worker stops at its next write and stays
+warm); pyoxigraph cannot interrupt a query still evaluating, so one that does not stop within
+`INTERRUPT_GRACE` is ended by killing its worker (its memory is freed with it) and a fresh worker is started
+in the background; a worker's address space is capped (`RLIMIT_AS`) at what the load left it plus
+`memory_mb`, and an answer larger than `max_bytes` (the HTTP transport's cap, `MAX_BODY_BYTES`) is never
+made whole: the worker stops writing it at the cap and the caller hears so in one line. Every answer, the
+templates' in process too, is built under the answer budget (`endpoints.bounds.answer_budget`). `KG.select` (and so `kgfed query`) runs every query it is given on
 a file store this way, under the KG's `--timeout` and `--query-memory` (`HttpOptions`); the defaults are
 written once, in `endpoints.options`.
 """
@@ -37,7 +39,7 @@ import pyoxigraph as ox
 
 from ..sparql.errors import Closed, EndpointError, EndpointTimeout, UnknownEndpoint
 from ..sparql.results import RDF_LANG_STRING, AnswerBudget, SelectResult, Term, ask_result, parse_sparql_json
-from .bounds import _BOUNDS, MAX_BODY_BYTES, Bounds, bounded, current_bounds
+from .bounds import _BOUNDS, MAX_BODY_BYTES, Bounds, answer_budget, bounded, current_bounds
 from .options import DEFAULT_QUERY_MEMORY_MB, DEFAULT_QUERY_WORKERS
 
 __all__ = ["EmbeddedEndpoint", "QueryWorkers", "Bounds", "bounded", "current_bounds", "load_store", "content_digest",
@@ -188,6 +190,7 @@ class EmbeddedEndpoint:
             variables = [v.value for v in solutions.variables]
             rows = []
             seen: dict = {}  # node -> Term: a node repeated across rows is converted once
+            budget, terms = answer_budget(), 0  # kgfed's own templates too: a hub's answer is counted as it is built
             for solution in solutions:  # computed lazily: evaluation errors surface here too
                 row = {}
                 for i, name in enumerate(variables):
@@ -198,6 +201,10 @@ class EmbeddedEndpoint:
                             term = seen[node] = _term(node)
                         row[name] = term
                 rows.append(row)
+                terms += len(row)
+                if len(rows) > budget.rows or terms > budget.terms:
+                    over = (len(rows), "rows") if len(rows) > budget.rows else (terms, "terms")
+                    return None, str(budget.refuse("the embedded store", *over))
             return SelectResult(variables, rows), None
         except SyntaxError as exc:
             error = f"the embedded store rejected the query: {_first(exc)}"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .client import HttpClient
+    from .transport import AsyncTransport
 
 __all__ = ["HttpOptions", "DEFAULT_TIMEOUT", "DEFAULT_PER_HOST", "DEFAULT_RETRIES", "DEFAULT_QUERY_MEMORY_MB",
            "DEFAULT_QUERY_WORKERS", "DEFAULT_MAX_ROWS", "DEFAULT_MAX_TERMS", "DEFAULT_READ_GAP", "TOOL_ANSWER_BYTES"]
@@ -47,7 +48,9 @@ class HttpOptions:
     lower WDQS's 5, never raise a Wikimedia API host's 3); None leaves each host its own default (WDQS 5,
     QLever 4, Wikimedia APIs 3, others `per_host`). `user_agent` None builds kgfed's User-Agent around
     `contact` (else `$KGFED_CONTACT`, else the config file's `contact`). `timeout` and `query_memory_mb` also
-    bound a caller's query on a file store (`KG.select`, run in a killable worker process)."""
+    bound a caller's query on a file store (`KG.select`, run in a killable worker process); `timeout` is sent to
+    the server too where it takes one (Virtuoso, QLever). `max_rows` and `max_terms` bound one answer: counted
+    while it is parsed, past either it is one line naming the bound (`sparql.results.AnswerBudget`)."""
 
     timeout: float = DEFAULT_TIMEOUT
     user_agent: str | None = None
@@ -59,8 +62,10 @@ class HttpOptions:
     max_rows: int = DEFAULT_MAX_ROWS  # rows of one answer, counted as it is parsed (past it: one line naming the bound)
     max_terms: int = DEFAULT_MAX_TERMS  # bound terms of one answer (rows x bound variables)
 
-    def client(self) -> HttpClient:
-        """A new `HttpClient` with these options (the caller closes it): `HttpClient.from_options(self)`."""
+    def client(self, *, transport: AsyncTransport | None = None) -> HttpClient:
+        """A new `HttpClient` with these options over `transport` (None: aiohttp; the caller closes it): the one
+        call of `HttpClient.from_options` outside tests, made for a `Session` (`kgfed.engine.session`), which owns it,
+        and for the one-owner conveniences (`KG.open` without a client, an HTTP LLM used outside a session)."""
         from .client import HttpClient
 
-        return HttpClient.from_options(self)
+        return HttpClient.from_options(self, transport=transport)

@@ -184,3 +184,19 @@ def test_reading_a_large_answer_counts_against_the_time_limit(stream_everything)
     assert len(parse_sparql_json(body, source="s", budget=AnswerBudget(10_000, 10_000), deadline=later).rows) == 5000
     with pytest.raises(EndpointTimeout, match=r"^s's answer was still being read at the time limit \(4,096 rows\): ask for less"):
         parse_sparql_json(body, source="s", budget=AnswerBudget(10_000, 10_000), deadline=time.monotonic() - 1)
+
+
+async def test_kgfeds_own_templates_on_a_file_store_are_counted_too(tmp_path):
+    from kgfed.endpoints.embedded import EmbeddedEndpoint
+
+    data = tmp_path / "hub.nt"
+    data.write_text("".join(f"<{NS}m.hub> <{NS}p.r{i}> <{NS}m.o{i}> .\n" for i in range(300)), encoding="utf-8")
+    endpoint = EmbeddedEndpoint([data])
+    try:
+        query = f"SELECT ?r ?o WHERE {{ VALUES ?s {{ <{NS}m.hub> }} ?s ?r ?o }}"  # a 1-hop template's shape
+        assert len((await endpoint.select(query)).rows) == 300
+        with bounded(timeout=30, max_rows=100):  # in process: the block's budget holds (no worker needed)
+            with pytest.raises(EndpointError, match=r"^the embedded store's answer passed 100 rows"):
+                endpoint.select_sync(query)
+    finally:
+        await endpoint.aclose()
