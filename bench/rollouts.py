@@ -3,6 +3,7 @@ and against the leaders' way (one SPARQLWrapper client per worker with a per-pro
 
     python -m bench.rollouts                         # 256 rollouts over 40 CWQ questions' traces (a throwaway Virtuoso)
     python -m bench.rollouts --rollouts 512 --questions 60 --out bench/out/rollouts.jsonl
+    python -m bench.rollouts --delay 0.05            # every Virtuoso request 50 ms later (bench/latency_proxy.py)
 
 1. Traces: the agent method (`engine.agent.loop.run_agent`, profile kgfed) with `--llm gold` answers a seeded sample
    of the CWQ fixture over the Virtuoso; each tool call's name, arguments and text are kept (the agent's own), and,
@@ -101,12 +102,12 @@ async def record_traces(url: str, questions: list[dict]) -> list[dict]:
     from kgfed.engine.agent.loop import run_agent
     from kgfed.engine.agent.tools import ToolContext, get_profile
     from kgfed.engine.config import CacheOptions, KGSpec
-    from kgfed.engine.session import Session
+    from kgfed.engine.serve.core import open_session
 
     transport = LoggingTransport()
     traces = []
-    async with Session(kgs=[KGSpec.parse(f"freebase=freebase@{url}")], cache=CacheOptions(enabled=False),
-                       llm=f"gold:{QUESTIONS}", transport=transport) as session:
+    async with open_session([KGSpec.parse(f"freebase=freebase@{url}")], cache=CacheOptions(enabled=False),
+                            llm=f"gold:{QUESTIONS}", transport=transport) as session:
         for q in questions:
             topics = {"freebase": dict(q["topic_entity"])}
             profile = get_profile("kgfed")(session.kgs)
@@ -155,12 +156,12 @@ def vm(pid: int, field: str) -> int:
     return 0
 
 
-async def serve_round(port: int, traces: list[dict], n: int, shift: int, tag: str) -> dict[str, Any]:
+async def serve_round(port: int, traces: list[dict], n: int, shift: int, tag: str, batch: float) -> dict[str, Any]:
     from kgfed.engine.serve.client import AsyncServeClient
 
     latencies: list[float] = []
     wrong: list[str] = []
-    async with AsyncServeClient(f"http://127.0.0.1:{port}", connections=n, retries=20) as client:
+    async with AsyncServeClient(f"http://127.0.0.1:{port}", connections=n, retries=20, batch_window=batch) as client:
         async def rollout(i: int) -> None:
             trace = traces[(i + shift) % len(traces)]
             started = await client.start("kgfed", trace["question"], trace["topics"], f"{tag}-{i}")
@@ -208,8 +209,12 @@ def baseline_round(url: str, traces: list[dict], workers: list[dict], shift: int
                 answer = cache.get(query)
                 if answer is None:
                     client.setQuery(query)
-                    answer = cache[query] = client.query().convert()
                     count += 1
+                    try:
+                        answer = cache[query] = client.query().convert()
+                    except Exception as exc:  # the client's error is the rollout's: counted as a wrong answer
+                        bad.append(f"{trace['id']} {call['tool']}: {type(exc).__name__} {str(exc)[:60]}")
+                        continue
                 if bindings_hash(answer) != expected:
                     bad.append(f"{trace['id']} {call['tool']}")
             mine.append(time.perf_counter() - t0)
@@ -241,13 +246,37 @@ def summary(way: str, phase: str, got: dict[str, Any], requests: int, memory_kb:
             "load": round(os.getloadavg()[0], 2)}
 
 
+class ProxyThread:
+    """`bench.latency_proxy.LatencyProxy` on an event loop of its own thread (the SPARQLWrapper threads block)."""
+
+    def __init__(self, target: str, delay: float):
+        from .latency_proxy import LatencyProxy
+
+        self.proxy = LatencyProxy(target, delay=delay)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def __enter__(self) -> ProxyThread:
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(self.proxy.__aenter__(), self.loop).result(30)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self.proxy.__aexit__(None, None, None), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
 async def run(args: argparse.Namespace) -> list[dict]:
+    import contextlib
+
     from kgfed.endpoints.servers import VirtuosoServer
 
     rows = []
-    with VirtuosoServer({GRAPH: [SUBGRAPH]}) as virtuoso, tempfile.TemporaryDirectory() as tmp:
-        url = virtuoso.url
-        traces = await record_traces(url, sample_questions(args.questions, args.seed))
+    with VirtuosoServer({GRAPH: [SUBGRAPH]}) as virtuoso, tempfile.TemporaryDirectory() as tmp, \
+            (ProxyThread(virtuoso.url, args.delay) if args.delay else contextlib.nullcontext()) as proxy:
+        url = proxy.proxy.url if proxy is not None else virtuoso.url
+        traces = await record_traces(virtuoso.url, sample_questions(args.questions, args.seed))
         answered = sum(1 for t in traces if t["answer"])
         print(f"traces: {len(traces)} questions, {sum(len(t['calls']) for t in traces)} calls, {answered} answered",
               file=sys.stderr)
@@ -255,7 +284,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
         try:
             for phase, shift in (("cold", 0), ("warm", 1)):
                 before = (await _stats(port))["kgs"]["freebase"].get("sent", 0)
-                got = await serve_round(port, traces, args.rollouts, shift, phase)
+                got = await serve_round(port, traces, args.rollouts, shift, phase, args.batch_ms / 1000)
                 sent = got["stats"]["kgs"]["freebase"].get("sent", 0) - before
                 rows.append(summary("kgfed serve", phase, got, sent, vm(proc.pid, "VmHWM"),
                                     got["stats"]["calls"].get("calls", 0)))
@@ -274,6 +303,9 @@ async def run(args: argparse.Namespace) -> list[dict]:
         serve, base = (next(r for r in rows if r["phase"] == phase and r["way"] == w) for w in ("kgfed serve", "SPARQLWrapper per worker"))
         serve["speedup"] = round(serve["calls_per_s"] / max(base["calls_per_s"], 1e-9), 2)
         serve["p99_over_p50"] = round(serve["p99_ms"] / max(serve["p50_ms"], 1e-9), 2)
+    for row in rows:
+        row.update(rollouts=args.rollouts, questions=args.questions, delay_ms=round(args.delay * 1000),
+                   batch_ms=args.batch_ms if row["way"] == "kgfed serve" else None)
     return rows
 
 
@@ -289,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rollouts", type=int, default=256)
     parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("--seed", type=int, default=38)
+    parser.add_argument("--batch-ms", type=float, default=2.0,
+                        help="the rollout worker's client gathers the calls of this window into one POST /v1/batch (0: one POST a call)")
+    parser.add_argument("--delay", type=float, default=0.0,
+                        help="seconds added to every Virtuoso request by a loopback proxy (a remote or a full-size KG)")
     parser.add_argument("--out", help="append the rows to this JSONL file")
     args = parser.parse_args(argv)
     rows = asyncio.run(run(args))

@@ -87,11 +87,11 @@ async def test_every_tool_of_every_profile_answers_through_the_server():
 async def test_answers_are_the_agent_methods_own():
     """The server's text for a rollout is what the agent method's tools write in-process (same ToolContext path)."""
     from kgfed.engine.agent.tools import ToolContext, get_profile
-    from kgfed.engine.session import Session
+    from kgfed.engine.serve.core import open_session
 
     steps = [("relations", {"entity": "Q42"}), ("neighbors", {"entity": "Q42", "relation": "P69"}),
              ("labels", {"ids": ["Q42", "P69"]})]
-    async with Session(kgs=[KGSpec("freebase"), KGSpec("wikidata")], cache=CacheOptions(enabled=False)) as session:
+    async with open_session([KGSpec("freebase"), KGSpec("wikidata")], cache=CacheOptions(enabled=False)) as session:
         profile = get_profile("kgfed")(session.kgs)
         ctx = ToolContext(session.kgs, "q", {"wikidata": {"Q42": "Douglas Adams"}})
         profile.opening("q", ctx)
@@ -326,3 +326,21 @@ async def test_a_rollout_is_recorded_and_replayed_byte_for_byte(tmp_path):
                                                                  "arguments": {"entity": "Q5"}, "rollout_id": "other"})
         assert status == 409 and "not recorded" in json.loads(body)["error"]
         assert all(not kg.inner.stats.get("sent") for kg in server.kgs.values())
+
+
+async def test_a_batch_answers_each_call_as_if_alone_and_the_batching_client_sends_fewer_requests():
+    calls = [{"profile": "kgfed", "tool": "relations", "arguments": {"entity": e}} for e in ("Q42", "Q5", "m.0282x")]
+    calls.append({"profile": "kgfed", "tool": "relations", "arguments": {"entity": 5}})
+    async with serving() as (server, client, port):
+        alone = [await client.request("POST", "/v1/call", call) for call in calls]
+        status, body = await client.request("POST", "/v1/batch", {"calls": calls})
+        results = json.loads(body)["results"]
+        assert status == 200 and [r["status"] for r in results] == [s for s, _ in alone] == [200, 200, 200, 400]
+        assert [json.dumps(r["body"], sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() for r in results] \
+            == [b for _, b in alone]
+        status, body = await client.request("POST", "/v1/batch", {"calls": []})
+        assert status == 400 and "1-1024 calls" in json.loads(body)["error"]
+        async with AsyncServeClient(f"http://127.0.0.1:{port}", batch_window=0.02) as batching:
+            replies = await asyncio.gather(*(batching.call(c["tool"], c["arguments"], profile="kgfed") for c in calls * 10))
+        assert [r.body for r in replies] == [b for _, b in alone] * 10
+        assert server.report()["calls"]["batches"] <= 3  # 40 calls in one or two requests (plus the one above)

@@ -107,16 +107,25 @@ class ServeClient:
 
 
 class AsyncServeClient:
-    """The same over one aiohttp session (many calls in flight)."""
+    """The same over one aiohttp session (many calls in flight).
+
+    `batch_window` > 0: the calls made within that many seconds of each other (a rollout worker's many
+    trajectories at once) go as one POST /v1/batch of at most `max_batch` calls; each still gets its own answer,
+    byte for byte what /v1/call would have sent, and a call the server was too busy for is sent again alone."""
 
     def __init__(self, url: str = "http://127.0.0.1:8766", token: str | None = None, timeout: float = 60.0,
-                 retries: int = 5, connections: int = 256):
+                 retries: int = 5, connections: int = 256, batch_window: float = 0.0, max_batch: int = 256):
         self.url = url.rstrip("/")
         self._token = token
         self.timeout = timeout
         self.retries = retries
         self.connections = connections
+        self.batch_window = batch_window
+        self.max_batch = max(1, min(1024, max_batch))
         self._session: Any = None
+        self._pending: list[tuple[dict[str, Any], asyncio.Future[tuple[int, bytes]]]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._sending: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> AsyncServeClient:
         return self
@@ -125,6 +134,9 @@ class AsyncServeClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        self._flush()
+        if self._sending:
+            await asyncio.gather(*self._sending, return_exceptions=True)
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -160,6 +172,42 @@ class AsyncServeClient:
         return parsed
 
     async def call(self, tool: str, arguments: Any, *, rollout_id: str | None = None, profile: str | None = None) -> Reply:
-        status, body = await self.request("POST", "/v1/call", {"profile": profile, "tool": tool, "arguments": arguments,
-                                                               "rollout_id": rollout_id})
-        return _reply(status, body)
+        item = {"profile": profile, "tool": tool, "arguments": arguments, "rollout_id": rollout_id}
+        if self.batch_window <= 0:
+            return _reply(*await self.request("POST", "/v1/call", item))
+        future: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
+        self._pending.append((item, future))
+        if len(self._pending) >= self.max_batch:
+            self._flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.batch_window, self._flush)
+        return _reply(*await future)
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        pending, self._pending = self._pending, []
+        if pending:
+            task = asyncio.ensure_future(self._send(pending))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    async def _send(self, pending: list[tuple[dict[str, Any], asyncio.Future[tuple[int, bytes]]]]) -> None:
+        from .record import body_text
+
+        try:
+            status, body = await self.request("POST", "/v1/batch", {"calls": [item for item, _ in pending]})
+            results = json.loads(body)["results"] if status == 200 else [{"status": status, "body": json.loads(body)}] * len(pending)
+        except Exception as exc:  # the batch failed as a whole (connection): each caller gets the error
+            for _, future in pending:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (item, future), result in zip(pending, results):
+            if result["status"] == 429:  # busy: this call alone, after its Retry-After (request() retries)
+                retry = asyncio.ensure_future(self.request("POST", "/v1/call", item))
+                retry.add_done_callback(lambda done, f=future: f.done() or (f.set_exception(done.exception())
+                                                                              if done.exception() else f.set_result(done.result())))
+            elif not future.done():
+                future.set_result((result["status"], body_text(result["body"]).encode()))

@@ -112,6 +112,21 @@ def guard(query: str, kg: Any) -> str:
     return analyse(query, policy, SPARQL_ROW_CAP, functions=kg.dialect.functions).text
 
 
+def open_session(kgs: Any, http: HttpOptions | None = None, cache: CacheOptions | None = None, *, llm: Any = "none",
+                 transport: Any = None) -> Session:
+    """A `Session` over `kgs` (opened), whether this kgfed builds it from a `SessionSpec` or from keywords."""
+    from .. import config
+
+    spec_class: Any = getattr(config, "SessionSpec", None)
+    make: Any = Session
+    parts = {"kgs": tuple(kgs), "http": http or HttpOptions(), "cache": cache or CacheOptions(), "llm": llm}
+    if spec_class is not None:
+        session = make(spec_class(**parts), transport=transport)
+    else:
+        session = make(**parts, transport=transport)
+    return session.open()
+
+
 class ToolServer:
     """The profiles, rollouts and admission of one `kgfed serve` run (see the module docstring)."""
 
@@ -137,8 +152,7 @@ class ToolServer:
                              "KGFED_SERVE_TOKEN (or --token-file FILE) to a long random secret")
         if options.record and options.replay:
             raise KgfedError("--record-calls and --replay-calls together: record once, then replay")
-        session = Session(kgs=options.kgs, http=options.http, cache=options.cache)
-        session.open()
+        session = open_session(options.kgs, options.http, options.cache)
         try:
             return cls(options, session)
         except BaseException:

@@ -6,6 +6,7 @@
     DELETE /v1/rollouts/{id}           forget a rollout (its answer, if it gave one)
     POST   /v1/call                    {"profile", "tool", "arguments", "rollout_id"?, "deadline"?} -> {"tool", "text"}
     POST   /v1/tools/{name}            the same, the tool named in the path
+    POST   /v1/batch                   {"calls": [call, ...]} -> {"results": [{"status", "body"}, ...]} (1-1024 calls)
     GET    /v1/stats                   counters: calls, errors, 429s, coalesced batches, the KGs' requests
 
 Every refusal is one JSON line `{"error": "...", "status": N}` with that HTTP status (400 a malformed call or
@@ -109,14 +110,53 @@ async def _call(request: web.Request) -> web.Response:
     tool = name if name else data.get("tool")
     if not isinstance(tool, str):
         raise ServeError("no tool: give \"tool\" (a tool's name, see GET /v1/tools)")
-    arguments = data.get("arguments")
-    if isinstance(arguments, str):  # OpenAI-style arguments as a JSON string
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            raise ServeError(f"{tool}: arguments are not valid JSON ({arguments[:60]!r})") from None
+    arguments = _arguments(tool, data.get("arguments"))
     server = request.app[SERVER_KEY]
     return _json(await server.call(data.get("profile"), tool, arguments, data.get("rollout_id"), data.get("deadline")))
+
+
+MAX_BATCH = 1024
+
+
+def _arguments(tool: Any, arguments: Any) -> Any:
+    if isinstance(arguments, str):  # OpenAI-style arguments as a JSON string
+        try:
+            return json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            raise ServeError(f"{tool}: arguments are not valid JSON ({arguments[:60]!r})") from None
+    return arguments
+
+
+async def _one(server: ToolServer, item: Any) -> dict[str, Any]:
+    """One call of a batch as `{"status", "body"}` (its refusal is its own; the batch goes on)."""
+    try:
+        if not isinstance(item, dict):
+            raise ServeError(f"a batch item must be a JSON object, got {type(item).__name__}")
+        unknown = sorted(set(item) - _CALL_FIELDS)
+        if unknown:
+            raise ServeError(f"unknown field(s) {', '.join(unknown)[:80]}: a call has {', '.join(sorted(_CALL_FIELDS))}")
+        tool = item.get("tool")
+        if not isinstance(tool, str):
+            raise ServeError("no tool: give \"tool\" (a tool's name, see GET /v1/tools)")
+        body = await server.call(item.get("profile"), tool, _arguments(tool, item.get("arguments")), item.get("rollout_id"),
+                                 item.get("deadline"))
+        return {"status": 200, "body": body}
+    except ServeError as exc:
+        return {"status": exc.status, "body": {"error": " ".join(str(exc).split())[:500], "status": exc.status}}
+    except KgfedError as exc:
+        return {"status": 400, "body": {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__, "status": 400}}
+
+
+async def _batch(request: web.Request) -> web.Response:
+    """Several calls in one request (a rollout worker's concurrent calls, gathered by its client): each answered as
+    if it came alone, in order."""
+    data = await _body(request)
+    calls = data.get("calls")
+    if set(data) != {"calls"} or not isinstance(calls, list) or not 1 <= len(calls) <= MAX_BATCH:
+        raise ServeError(f"a batch is {{\"calls\": [call, ...]}} with 1-{MAX_BATCH} calls")
+    server = request.app[SERVER_KEY]
+    server.stats["batches"] += 1
+    return _json({"results": await asyncio.gather(*(_one(server, item) for item in calls))})
 
 
 async def _start(request: web.Request) -> web.Response:
@@ -157,6 +197,7 @@ def make_app(server: ToolServer) -> web.Application:
     app.router.add_delete("/v1/rollouts/{rollout}", _release)
     app.router.add_post("/v1/call", _call)
     app.router.add_post("/v1/tools/{name}", _call)
+    app.router.add_post("/v1/batch", _batch)
     return app
 
 
