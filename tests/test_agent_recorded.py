@@ -40,6 +40,8 @@ RECORDED: dict[str, list[tuple[str, int]]] = {
     "kgfed": [("{NULL}", 0), ("{NULL}", 0), ("{NULL}", 0), ("{NULL}", 0), ("{NULL}", 0)],
     # sog: a search a turn (on the topic entity, properties=["name"] or a guessed one), no answer within 3 turns
     "sog": [("{NULL}", 3), ("{NULL}", 3), ("{NULL}", 4), ("{NULL}", 3), ("{NULL}", 3)],
+    # kg-r1: get_entities_out with a guessed relation (none found), then answer([]); once the topic entity itself
+    "kg-r1": [("{NULL}", 2), ("{NULL}", 2), ("{NULL}", 2), ("{NULL}", 2), ("{Paul Ryan}", 3)],
 }
 
 
