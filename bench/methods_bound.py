@@ -118,7 +118,7 @@ def run_method(method: str, sample: int, seed: int, in_flight: int, work: Path, 
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
-        raise SystemExit(f"{method} failed (exit {done.returncode}): {done.stderr.strip()[-400:]}")
+        raise RuntimeError(f"{method} failed (exit {done.returncode}): {done.stderr.strip()[-400:]}")
     summary = json.loads(done.stdout)
     costs = [json.loads(line) for line in Path(summary["costs"]).read_text().splitlines() if line.strip()]
     return {"wall": wall, "cpu": cpu, "summary": summary, "costs": costs, "load": (load_before, os.getloadavg()[0])}
@@ -201,16 +201,23 @@ def main(argv: Sequence[str] | None = None) -> dict:
         work = Path(args.keep) if args.keep else Path(tmp)
         env = bytecode_env(Path(tmp))
         if not args.no_warmup:  # untimed: compiles kgfed's modules once, reads the model and store into the page cache
-            run_method(methods[0], 1, args.seed, 1, Path(tmp) / "warmup", env)
-        rows = []
+            with contextlib.suppress(RuntimeError):  # a method that fails says so in its own run
+                run_method(methods[0], 1, args.seed, 1, Path(tmp) / "warmup", env)
+        rows: list[dict] = []
+        failed: dict[str, str] = {}
         for method in methods:
-            ran = run_method(method, args.sample, args.seed, args.in_flight, work, env)
+            try:
+                ran = run_method(method, args.sample, args.seed, args.in_flight, work, env)
+            except RuntimeError as exc:  # said, and the other methods still run
+                print(exc, file=sys.stderr, flush=True)
+                failed[method] = str(exc)
+                continue
             rows.append(figures(method, ran, per_token, threads, round_trip, args.in_flight))
             r = rows[-1]
             print(f"{method:6} n={r['n']} wall {r['wall']:.1f}s answering {r['answering']:.1f}s bound {r['bound']:.2f}s "
                   f"({r['wall_over_bound']}x) peak RSS {r['peak_rss_mb']} MB load {r['load'][1]}", file=sys.stderr, flush=True)
     print_table(rows, header)
-    result = {**header, "load_end": os.getloadavg(), "rows": rows}
+    result = {**header, "load_end": os.getloadavg(), "rows": rows, "failed": failed}
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=1) + "\n")
     return result
