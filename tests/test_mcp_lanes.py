@@ -12,7 +12,7 @@ import pytest
 
 from kgfed.endpoints.embedded import QueryWorkers
 from kgfed.engine.config import HttpOptions, KGSpec
-from kgfed.engine.mcp.lanes import FairLanes
+from kgfed.engine.mcp.lanes import FairLanes, caller_of
 from kgfed.engine.mcp.service import Engine, ServerOptions
 from kgfed.sparql.errors import EndpointError, EndpointTimeout
 
@@ -149,3 +149,44 @@ async def test_calls_in_flight_at_a_stop_are_told_so_not_that_they_ran_out_of_me
         assert isinstance(call.exception(), EndpointError), message
         assert message.startswith("the query was stopped because kgfed is shutting down"), message
         assert "MB" not in message and "--query-memory" not in message
+
+
+@pytest.mark.slow
+async def test_over_mcp_http_each_client_session_is_a_caller():
+    """The same check through `kgfed mcp --transport http` and three SDK clients of the stateful protocol (an
+    `Mcp-Session-Id` each): the lanes key on the MCP session, whatever connections its calls use."""
+    pytest.importorskip("mcp")
+    from mcp import Client
+
+    from .test_mcp import http_server
+
+    finished: list[str] = []
+
+    async def ask(client, name: str, query: str) -> None:
+        await client.call_tool("sparql", {"query": query})
+        finished.append(name)
+
+    async with http_server("--kg", "freebase", "--endpoint", f"freebase=file:{need(CWQ_NT)}", "--timeout", "3",
+                           "--no-cache") as url:
+        async with Client(url, mode="legacy") as a, Client(url, mode="legacy") as b, Client(url, mode="legacy") as c:
+            await ask(c, "warm-up", "ASK { ?s ?p ?o }")
+            heavy = [asyncio.create_task(ask(client, f"{name}{i}", COUNT_CROSS))
+                     for i in range(3) for name, client in (("a", a), ("b", b))]
+            await asyncio.sleep(1.0)
+            await asyncio.gather(asyncio.create_task(ask(c, "c", "ASK { ?s ?p ?o }")), *heavy)
+    finished.remove("warm-up")
+    assert finished.index("c") <= 2 and finished.index("c") < min(finished.index("a1"), finished.index("b1")), finished
+
+
+def test_the_caller_of_a_request():
+    from types import SimpleNamespace as NS
+
+    def ctx(request):
+        return NS(request_context=NS(request=request))
+
+    assert caller_of(ctx(None)) == "stdio" and caller_of(NS()) is None
+    session = NS(headers={"mcp-session-id": "abc"}, client=NS(host="127.0.0.1", port=1))
+    assert caller_of(ctx(session)) == ("session", "abc")
+    auth = caller_of(ctx(NS(headers={"authorization": "Bearer s3cr3t-token"}, client=NS(host="127.0.0.1", port=2))))
+    assert auth[0] == "auth" and "s3cr3t" not in repr(auth)
+    assert caller_of(ctx(NS(headers={}, client=NS(host="127.0.0.1", port=3)))) == ("peer", "127.0.0.1", 3)

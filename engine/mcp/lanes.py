@@ -6,14 +6,21 @@ that frees goes to the waiting caller that holds the fewest, and among equals to
 (round robin; a new caller first): two heavy callers cannot keep a third one's cheap query waiting behind their
 queues, only behind one running query.
 A waiter cancelled (its caller gave up) leaves the queue, and a lane granted to it at that moment is passed on.
+
+Who the caller is (`caller_of`): the MCP session (`Mcp-Session-Id`, a client of the stateful protocol revisions),
+else an authenticated client (its `Authorization`), else over stdio the one client; a client of the stateless
+2026-07-28 revision without either has no identity beyond its HTTP connection, so each connection is a caller
+(a client that opens several connections at once counts as several: the lanes still bound it to `size`).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 from collections import Counter
 from collections.abc import AsyncIterator, Hashable
+from typing import Any
 
 
 class FairLanes:
@@ -81,3 +88,22 @@ class FairLanes:
             self.held[caller] += 1
             self._served[caller] = next(self._order)
             future.set_result(None)
+
+
+def caller_of(ctx: Any) -> Hashable:
+    """The caller an MCP request comes from (module docstring); `ctx` is the SDK's tool `Context`."""
+    try:
+        request = ctx.request_context.request
+    except (AttributeError, ValueError):  # outside a request
+        return None
+    headers = getattr(request, "headers", None)
+    if headers is None:  # stdio: one client
+        return "stdio"
+    session = headers.get("mcp-session-id")
+    if session:
+        return ("session", session)
+    authorization = headers.get("authorization")
+    if authorization:  # kept as a digest: the lanes never hold a credential
+        return ("auth", hashlib.blake2b(authorization.encode(), digest_size=16).hexdigest())
+    peer = getattr(request, "client", None)
+    return ("peer", getattr(peer, "host", None), getattr(peer, "port", None))

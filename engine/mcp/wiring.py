@@ -24,6 +24,7 @@ from ...sparql.secrets import redact
 from .schemas import (MAX_EXPAND_EDGES, MAX_HOPS, MAX_IDS, MAX_NEIGHBORS, MAX_PATHS, MAX_DEPTH, MAX_ROWS,
                       AlignOut, AskOut, ContextOut, Direction, ExpandOut, Id, KgName, LabelsOut, NeighborsOut,
                       OneDirection, PathsOut, RelationsOut, SearchOut, SparqlOut)
+from .lanes import caller_of
 from .service import Engine, ServerOptions, _cost, _short, relation_vocabulary
 
 log = logging.getLogger("kgfed.mcp")
@@ -259,7 +260,7 @@ def build_server(engine: Engine) -> MCPServer:
         max_rows: Annotated[int, Field(ge=1, le=MAX_ROWS)] = 100,
         rewrite: Annotated[bool, Field(description="rewrite Virtuoso-dialect CWQ/WebQSP gold SPARQL for standard engines")] = False,
     ) -> Annotated[CallToolResult, SparqlOut]:
-        caller = id(ctx.session)  # the MCP session (one per client connection): its fair share of the sparql lanes
+        caller = caller_of(ctx)  # the MCP session (or client): its fair share of the sparql lanes
         return await _guard("sparql", lambda: engine.sparql(query, kg, max_rows, rewrite, caller))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=True),
