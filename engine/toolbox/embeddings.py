@@ -81,6 +81,14 @@ on_loading: Callable[[bool], None] | None = None
 loading = threading.Event()  # set while a model is being loaded
 
 
+@functools.cache
+def model_version() -> str:
+    """The installed version of the bundled model's distribution (read once a process)."""
+    from importlib.metadata import version
+
+    return version(MODEL_DISTRIBUTION)
+
+
 def missing_extra() -> str | None:
     """None when sentence embeddings can run here, else a one-line message naming what to install.
     A bad $KGFED_EMBEDDINGS_BACKEND raises its one-line `KgfedError` here (the runner asks before any KG opens)."""
@@ -95,9 +103,13 @@ def missing_extra() -> str | None:
 
 
 def preload(path: str | os.PathLike | None = None) -> threading.Thread:
-    """Load the model in a daemon thread (returns at once); later `load_model` calls wait for it."""
+    """Load the model in a daemon thread (returns at once); later `load_model` calls wait for it. The thread also
+    reads the bundled model's version (what `Embedder.model_id` scopes cache keys by): importing importlib.metadata
+    and scanning the installed distributions took the event loop 0.1-1 s at the first question (py-spy, load 12)."""
     def work() -> None:
         try:
+            if path is None:
+                model_version()
             load_model(path)
         except Exception:  # noqa: BLE001 - reported again, as a KgfedError, by the first real use
             pass
@@ -383,9 +395,7 @@ class Embedder:
         """What cache keys are scoped by: the package and version, or the model directory."""
         if self._model_id is None:
             if self.model_path is None:
-                from importlib.metadata import version
-
-                self._model_id = f"{MODEL_DISTRIBUTION}=={version(MODEL_DISTRIBUTION)}"
+                self._model_id = f"{MODEL_DISTRIBUTION}=={model_version()}"
             else:
                 self._model_id = str(self.model_path.resolve())
             if (which := backends.backend()) != "torch":  # its vectors differ in the last bits: stored apart
