@@ -97,3 +97,30 @@ async def test_a_template_stopped_by_virtuoso_at_kgfeds_limit_is_a_timeout_as_th
         with pytest.raises(EndpointTimeout, match=r"(time limit of 2 s|timed out after 2 s).*raise --timeout"):
             await HttpEndpoint(virtuoso_freebase.graph_url(CWQ_GRAPH), client).select(HEAVY)
     assert busy_after(virtuoso_pid, 2.0) < 0.2
+
+
+@pytest.mark.parametrize("limit, sent", [(12.5, "12500ms"), (45.0, None)])
+async def test_qlever_is_told_a_limit_below_its_default_and_a_refused_one_is_asked_again_without(limit, sent):
+    """QLever reads `timeout` as a duration (`ParseableDuration`: digits and a unit) and answers 403 to one above its
+    own default without an access token: kgfed sends one only below 30 s, and asks again without it on that 403."""
+    from kgfed.endpoints.bounds import bounded
+    from kgfed.endpoints.transport import MockTransport
+
+    from .live_services import qlever_error
+    from .test_transport import ok
+
+    seen: list[dict] = []
+
+    def qlever(request):
+        seen.append(request.fields())
+        if "timeout" in request.fields() and len(seen) == 1:  # an instance whose own default is lower still
+            return qlever_error(403, request.fields()["query"], "User submitted timeout was higher than what is "
+                                "currently allowed by this instance (10s). Please use a valid-access token to override "
+                                "this server configuration.", 0)
+        return ok()
+
+    async with HttpClient(transport=MockTransport(qlever), retries=0, contact="me@example.org") as client:
+        with bounded(timeout=limit):
+            result = await HttpEndpoint("https://qlever.dev/api/wikidata", client).select("SELECT ?x WHERE { ?x ?p ?o }")
+    assert result.rows and seen[0].get("timeout") == sent
+    assert [s.get("timeout") for s in seen[1:]] == ([None] if sent else [])
