@@ -124,3 +124,37 @@ async def test_qlever_is_told_a_limit_below_its_default_and_a_refused_one_is_ask
             result = await HttpEndpoint("https://qlever.dev/api/wikidata", client).select("SELECT ?x WHERE { ?x ?p ?o }")
     assert result.rows and seen[0].get("timeout") == sent
     assert [s.get("timeout") for s in seen[1:]] == ([None] if sent else [])
+
+
+def test_a_cassette_recorded_at_another_timeout_still_plays(tmp_path):
+    import asyncio
+
+    from aiohttp import web
+
+    from kgfed.cache.recording import recording
+
+    from .test_bounded import _serve
+
+    answer = b'{"head": {"vars": ["x"]}, "results": {"bindings": [{"x": {"type": "uri", "value": "http://x/1"}}]}}'
+
+    async def handler(request):
+        return web.Response(body=answer, content_type="application/sparql-results+json")
+
+    async def ask(timeout: float, url: str | None = None) -> tuple[str, list[str]]:
+        runner = None
+        if url is None:
+            runner, url = await _serve(handler)
+        try:
+            async with HttpClient(timeout=timeout, retries=0) as client:
+                result = await HttpEndpoint(url, client).select("SELECT ?x WHERE { ?x ?p ?o }")
+        finally:
+            if runner is not None:
+                await runner.cleanup()
+        return url, [row["x"].value for row in result.rows]
+
+    cassette = tmp_path / "run.yaml"
+    with recording(cassette, "once"):
+        url, first = asyncio.run(ask(60))
+    assert "timeout=60000" in cassette.read_text()
+    with recording(cassette, "none"):  # the server is gone: only the cassette answers
+        assert asyncio.run(ask(5, url))[1] == first == ["http://x/1"]
