@@ -17,7 +17,7 @@ from kgfed.engine.cli.app import main
 from kgfed.engine.config import KGSpec
 from kgfed.engine.harness.datasets import Question, load_dataset
 from kgfed.engine.harness.evaluate import (
-    Prediction, answer_f1, detect_format, evaluate, meta_path_for, prediction_from_record, read_predictions, write_predictions,
+    Prediction, answer_f1, detect_format, evaluate, meta_dialects, meta_path_for, prediction_from_record, read_predictions, write_predictions,
 )
 from kgfed.engine.harness.runner import costs_path_for, run
 from kgfed.sparql.errors import DatasetError, KgfedError
@@ -205,6 +205,22 @@ def test_f1_is_set_based_over_ids_or_names():
     assert answer_f1("whatever", q, q.answers, by_ids) == pytest.approx(0.8)  # P 2/3, R 1
     sochi = Question("s", "Where?", answers=["Sochi, Russia"], dataset="cwq")
     assert answer_f1("Sochi, Russia", sochi, sochi.answers) == 1.0  # a comma inside a gold name is no list
+
+
+def test_f1_over_ids_holds_a_run_to_its_own_kgs_gold():
+    """A federation question has gold ids in both KGs: a run on one KG is scored against that KG's ids (the
+    sidecar's KGs, else the KGs of the predicted ids), a run on both against both."""
+    q = Question("w", "what country does justin bieber come from?", answers=["Canada"],
+                 answer_ids={"freebase": ["m.0d060g"], "wikidata": ["Q16"]}, dataset="federation")
+    freebase_only = Prediction("w", "{Canada}", extra={"answer_ids": ["m.0d060g"]})
+    assert answer_f1("Canada", q, q.answers, freebase_only) == 1.0  # was 2/3: Q16 counted as missed
+    assert answer_f1("Canada", q, q.answers, freebase_only, kgs=("freebase",)) == 1.0
+    assert answer_f1("Canada", q, q.answers, freebase_only, kgs=("freebase", "wikidata")) == pytest.approx(2 / 3)
+    both = Prediction("w", "{Canada}", extra={"answer_ids": ["m.0d060g", "Q16"]})
+    assert answer_f1("Canada", q, q.answers, both, kgs=("freebase", "wikidata")) == 1.0
+    assert meta_dialects({"kgs": [{"name": "fb", "dialect": "freebase"}, {"name": "wd", "dialect": "wikidata"}]}) \
+        == ("freebase", "wikidata")
+    assert meta_dialects(None) is None and meta_dialects({"kgs": []}) is None
 
 
 def test_eval_says_on_what_kg_the_predictions_were_made(tog_file, capsys):

@@ -9,7 +9,8 @@ from typing import Any
 
 from ...sparql.errors import DatasetError, KgfedError
 from ..harness.datasets import load_dataset, require_gold
-from ..harness.evaluate import FORMATS, Report, compare, detect_format, evaluate, read_meta, read_nonempty
+from ..harness.evaluate import (FORMATS, Report, compare, detect_format, evaluate, meta_dialects, read_meta,
+                                read_nonempty)
 
 
 def kg_line(meta: dict[str, Any] | None, path: str | Path) -> str:
@@ -37,8 +38,9 @@ def summary(report: Report, kg: str | None = None) -> str:
 
 def _scored(path: str, fmt: str | None, questions, dataset: str | None) -> tuple[Report, str]:
     fmt = detect_format(path, fmt)
-    report = evaluate(read_nonempty(path, fmt), questions, dataset)
-    return report, kg_line(read_meta(path), path)
+    meta = read_meta(path)
+    report = evaluate(read_nonempty(path, fmt), questions, dataset, kgs=meta_dialects(meta))
+    return report, kg_line(meta, path)
 
 
 async def cmd_evaluate(args: argparse.Namespace) -> int:

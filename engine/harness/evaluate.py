@@ -21,13 +21,13 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...sparql.errors import DatasetError
-from .datasets import Question, canonical_dataset, gold_answers, load_dataset, read_records  # noqa: F401  (load_dataset: docs/evaluation.md imports it from here)
+from .datasets import Question, canonical_dataset, gold_answers, kg_of, load_dataset, read_records  # noqa: F401  (load_dataset: docs/evaluation.md imports it from here)
 
 FORMATS = ("tog", "tog-json", "tog2")
 NULL_ANSWER = "NULL"  # ToG's "no answer": `{NULL}` in `results` (eval.py: in the denominator, never right)
@@ -111,28 +111,36 @@ def answer_items(text: str, accepted: Iterable[str] = ()) -> list[str]:
     return [item for item in dict.fromkeys(items) if item]
 
 
-def _id_sets(prediction: Prediction | None, question: Question) -> tuple[set[str], set[str]]:
-    predicted = (prediction.extra.get("answer_ids") if prediction is not None else None) or []
-    gold = {i for ids in question.answer_ids.values() for i in ids}
-    return ({str(i) for i in predicted} if isinstance(predicted, list) else set()), gold
+def _id_sets(prediction: Prediction | None, question: Question,
+             kgs: Collection[str] | None = None) -> tuple[set[str], set[str]]:
+    """The predicted and the gold answer ids. The gold holds the ids of the run's KGs (`kgs`: their dialect
+    names, from the sidecar), else of the KGs the predicted ids belong to: a one-KG run over a question with
+    gold ids in two KGs is not held to find the other KG's ids."""
+    raw = (prediction.extra.get("answer_ids") if prediction is not None else None) or []
+    predicted = {str(i) for i in raw} if isinstance(raw, list) else set()
+    wanted = set(kgs) if kgs else {kg for kg in map(kg_of, predicted) if kg}
+    gold = {i for kg, ids in question.answer_ids.items() if not wanted or kg in wanted for i in ids}
+    return predicted, gold
 
 
 def exact_match(text: str, accepted: Iterable[str], prediction: Prediction | None = None,
-                question: Question | None = None) -> bool:
+                question: Question | None = None, kgs: Collection[str] | None = None) -> bool:
     """KG-R1's exact match: the normalised answer or one of its listed items is a gold name or alias (or a
     predicted answer id is a gold id). An empty answer never matches."""
     names = {n for n in map(normalize, accepted) if n}
     if question is not None:
-        predicted, gold = _id_sets(prediction, question)
+        predicted, gold = _id_sets(prediction, question, kgs)
         if predicted & gold:
             return True
     return any(item in names for item in answer_items(text, names))
 
 
-def answer_f1(text: str, question: Question, accepted: Iterable[str] = (), prediction: Prediction | None = None) -> float:
+def answer_f1(text: str, question: Question, accepted: Iterable[str] = (), prediction: Prediction | None = None,
+              kgs: Collection[str] | None = None) -> float:
     """Set-based F1 of one answer: over ids when the prediction carries answer ids and the question has
-    gold ids, else over normalised names (an item matching only an alias counts for one gold answer)."""
-    predicted, gold = _id_sets(prediction, question)
+    gold ids (of `kgs`, see `_id_sets`), else over normalised names (an item matching only an alias counts for
+    one gold answer)."""
+    predicted, gold = _id_sets(prediction, question, kgs)
     if predicted and gold:
         hit = len(predicted & gold)
         return _f1(hit / len(predicted), hit / len(gold))
@@ -361,11 +369,13 @@ def _sum_costs(costs: Iterable[Mapping[str, float]]) -> dict[str, float]:
     return total
 
 
-def evaluate(predictions: Sequence[Prediction], questions: Sequence[Question], dataset: str | None = None) -> Report:
+def evaluate(predictions: Sequence[Prediction], questions: Sequence[Question], dataset: str | None = None,
+             kgs: Collection[str] | None = None) -> Report:
     """Hits@1 by ToG's rule and the strict score of `predictions` on `questions`.
 
     Gold answers follow `gold_answers(question, dataset)`; the strict score also accepts the
-    question's aliases. n counts questions with a prediction (ToG divides by the number of output
+    question's aliases; EM and F1 over ids hold the run to the gold ids of its KGs (`kgs`: dialect names, as
+    the sidecar records them; None: the KGs of each prediction's ids). n counts questions with a prediction (ToG divides by the number of output
     records; a question predicted twice is scored once here, by its first record).
     """
     name = canonical_dataset(dataset or (questions[0].dataset if questions else ""))
@@ -386,8 +396,8 @@ def evaluate(predictions: Sequence[Prediction], questions: Sequence[Question], d
             continue
         accepted = golds + question.aliases
         outcomes.append(Outcome(question.id, question.type, text, tog_match(text, golds), strict_match(text, accepted),
-                                em=exact_match(text, accepted, prediction, question),
-                                f1=answer_f1(text, question, accepted, prediction)))
+                                em=exact_match(text, accepted, prediction, question, kgs),
+                                f1=answer_f1(text, question, accepted, prediction, kgs)))
     missing = [q.id for q in questions if q.id not in seen]
     return Report(name, outcomes, missing, list(dict.fromkeys(duplicates)), _sum_costs(p.cost for p in used))
 
@@ -423,6 +433,12 @@ def meta_path_for(path: str | Path) -> Path:
     """The sidecar that says what wrote a prediction file (ToG's and ToG-2's evals never read it)."""
     path = Path(path)
     return path.with_name(path.name + META_SUFFIX)
+
+
+def meta_dialects(meta: Mapping[str, Any] | None) -> tuple[str, ...] | None:
+    """The dialect names of the KGs a sidecar says the run used (EM/F1's gold ids), None when not recorded."""
+    kgs = [k for k in (meta or {}).get("kgs") or [] if isinstance(k, dict) and isinstance(k.get("dialect"), str)]
+    return tuple(dict.fromkeys(k["dialect"] for k in kgs)) or None
 
 
 def read_meta(path: str | Path) -> dict[str, Any] | None:
