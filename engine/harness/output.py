@@ -30,8 +30,8 @@ from ...cache.costs import headline
 from ...sparql.errors import KgfedError
 from .datasets import Question, gold_answers, has_gold, read_records
 from .evaluate import (
-    Prediction, evaluate, meta_path_for, prediction_from_record, prediction_record, read_meta, sniff_predictions, tog_match,
-    write_predictions,
+    Prediction, evaluate, meta_dialects, meta_path_for, prediction_from_record, prediction_record, read_meta,
+    sniff_predictions, tog_match, write_predictions,
 )
 from .files import drop_partial_line as _drop_partial_line  # shared with `extract`
 
@@ -357,7 +357,7 @@ def summarize(output: Output, questions: Sequence[Question], tally: Tally, skipp
     wanted = {q.id for q in questions}
     predictions = [p for k, p in output.predictions.items() if k in wanted]
     scored = any(has_gold(q) for q in questions)  # a plain question file has no gold: nothing to score
-    report = evaluate(predictions, questions) if predictions and scored else None
+    report = evaluate(predictions, questions, kgs=meta_dialects(output.meta)) if predictions and scored else None
     n = tally.done
     cost = tally.cost
     return {
