@@ -190,3 +190,18 @@ def test_the_caller_of_a_request():
     auth = caller_of(ctx(NS(headers={"authorization": "Bearer s3cr3t-token"}, client=NS(host="127.0.0.1", port=2))))
     assert auth[0] == "auth" and "s3cr3t" not in repr(auth)
     assert caller_of(ctx(NS(headers={}, client=NS(host="127.0.0.1", port=3)))) == ("peer", "127.0.0.1", 3)
+
+
+async def test_stdios_one_client_may_use_every_lane():
+    lanes = FairLanes(2)
+    gate = asyncio.Event()
+
+    async def call(caller) -> None:
+        async with lanes.lane(caller):
+            await gate.wait()
+
+    tasks = [asyncio.create_task(call(c)) for c in ("stdio", "stdio", None)]
+    await asyncio.sleep(0.05)
+    assert lanes.held == {"stdio": 2} and lanes.free == 0
+    gate.set()
+    await asyncio.gather(*tasks)

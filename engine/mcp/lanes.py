@@ -1,7 +1,8 @@
 """Fair lanes for the MCP `sparql` tool: its queries at once, shared between callers (MCP sessions).
 
 `FairLanes(size)` hands out `size` lanes. No caller holds more than `per_caller` of them (default: all but
-one, so a caller alone with several queries in flight always leaves a lane for the next caller), and a lane
+one, so a caller alone with several queries in flight always leaves a lane for the next caller; stdio's one client
+and in-process calls, caller `"stdio"` or None, have no one to leave it to and may take them all), and a lane
 that frees goes to the waiting caller that holds the fewest, and among equals to the one served least recently
 (round robin; a new caller first): two heavy callers cannot keep a third one's cheap query waiting behind their
 queues, only behind one running query.
@@ -21,6 +22,9 @@ import itertools
 from collections import Counter
 from collections.abc import AsyncIterator, Hashable
 from typing import Any
+
+
+_SOLE = frozenset({"stdio", None})  # the only client a server can have: nobody else needs a lane left
 
 
 class FairLanes:
@@ -76,7 +80,7 @@ class FairLanes:
         """Grant free lanes: to the eligible caller holding the fewest, the least recently served among equals."""
         while self.free > 0:
             eligible = [(self.held[c], self._served.get(c, -1), q[0][0], c) for c, q in self._waiting.items()
-                        if q and self.held[c] < self.per_caller]
+                        if q and (self.held[c] < self.per_caller or c in _SOLE)]
             if not eligible:
                 return
             caller = min(eligible, key=lambda item: item[:3])[3]
