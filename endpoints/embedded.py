@@ -228,6 +228,11 @@ class EmbeddedEndpoint:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self._timed if template else self.select_sync, query)
 
+    async def settled(self, limit: float) -> None:
+        """Wait (at most `limit` s) until its query workers are all back: `QueryWorkers.settled`."""
+        if self._workers is not None:
+            await self._workers.settled(limit)
+
     def _timed(self, query: str) -> SelectResult:
         started = time.perf_counter()
         try:
@@ -448,19 +453,19 @@ class QueryWorkers:
 
     async def _checkout(self, timeout: float) -> _Worker:
         """An idle worker within `timeout` seconds; while a worker is on its way back (its interrupted query settling,
-        or a replacement loading the store) the wait is extended once by the grace and twice the slowest load so far:
-        a caller waits for a replacement, it does not fail because another caller's query was stopped."""
+        or a replacement loading the store) the wait is extended, up to three times, by the grace and twice the slowest
+        load so far: a caller waits for a replacement, it does not fail because another caller's query was stopped."""
         idle = self._ensure()
         loop = asyncio.get_running_loop()
-        deadline, extended = loop.time() + timeout, False
+        deadline, extensions = loop.time() + timeout, 0
         while True:
             try:
                 async with asyncio.timeout_at(deadline):
                     got = await idle.get()
             except TimeoutError:
-                if self._starting and not extended:
+                if self._starting and extensions < 3:  # another caller's stopped query keeps the workers reloading
                     deadline = loop.time() + INTERRUPT_GRACE + 2 * max(self.load_seconds, default=timeout) + 1
-                    extended = True
+                    extensions += 1
                     continue
                 if not self.load_seconds:  # none has loaded the store yet: nothing was busy, the load took the time
                     raise EndpointTimeout(f"the embedded store's query workers were still loading {self.name} after "
@@ -476,6 +481,13 @@ class QueryWorkers:
             if got.proc.returncode is None:
                 return got
             self._discard(got, "died")  # died while idle: its replacement is on the way
+
+    async def settled(self, limit: float) -> None:
+        """Wait, at most `limit` seconds, until no worker is settling after a stopped query or being started (the MCP
+        server holds a caller's lane until then: a caller whose queries are stopped cannot take worker after worker)."""
+        deadline = asyncio.get_running_loop().time() + limit
+        while self._starting and (left := deadline - asyncio.get_running_loop().time()) > 0:
+            await asyncio.wait(list(self._starting), timeout=left)
 
     def _release(self, worker: _Worker) -> None:
         if self._closed:

@@ -20,7 +20,7 @@ from ...sparql.dialects import COMPOUND_SEP
 from ...sparql.errors import InvalidIdentifier, KgfedError
 from ...sparql.guard import ServicePolicy, analyse
 from ...sparql.secrets import redact
-from ..config import AlignOptions, CacheOptions, HttpOptions, KGSpec
+from ..config import AlignOptions, CacheOptions, HttpOptions, KGSpec, SessionSpec
 from ..federation.paths import merged_paths
 from ..federation.topics import topics_from_ids
 from ..session import Session
@@ -44,6 +44,11 @@ class ServerOptions:
     query_timeout: float | None = None  # sparql on a file store: seconds per query (None: http.timeout, i.e. --timeout)
     query_memory_mb: int = DEFAULT_QUERY_MEMORY_MB  # sparql on a file store: memory a query's worker may add to the loaded store
     query_workers: int = 2  # sparql: queries at once (and worker processes per file store)
+
+    def session_spec(self) -> SessionSpec:
+        """The server's `SessionSpec`, built here and nowhere else: its KGs, HTTP, cache, alignment, LLM and text."""
+        return SessionSpec(kgs=self.kgs, http=self.http, cache=self.cache, align=self.align, llm=self.llm,
+                           llm_concurrency=self.llm_concurrency, text=_text_spec(self))
 
 
 # -- the engine a server run shares ----------------------------------------------------------------
@@ -94,9 +99,7 @@ class Engine:
     @classmethod
     def open(cls, options: ServerOptions) -> Engine:
         """The engine over a new session of `options` (its KGs opened now; text, LLM and embedder on first use)."""
-        session = Session(kgs=options.kgs, http=options.http, cache=options.cache, llm=options.llm,
-                          llm_concurrency=options.llm_concurrency, text=_text_spec(options))
-        return cls(options, session.open())
+        return cls(options, Session(options.session_spec()).open())
 
     async def aclose(self) -> None:
         from ...endpoints.embedded import stop_query_workers
@@ -351,7 +354,13 @@ class Engine:
         async with self._sparql_lanes.lane(caller):
             with bounded(timeout=timeout, memory_mb=options.query_memory_mb, workers=options.query_workers,
                          max_bytes=TOOL_ANSWER_BYTES, max_rows=options.http.max_rows, max_terms=options.http.max_terms):
-                result = await graph.select(checked)
+                try:
+                    result = await graph.select(checked)
+                except BaseException:  # stopped or given up: the lane stays held until its worker is back
+                    settled = getattr(graph.endpoint.inner, "settled", None)
+                    if settled is not None:
+                        await settled(2 * timeout)
+                    raise
         rows = result.rows[:max_rows]
         truncated = len(result.rows) > max_rows
         notes = []
