@@ -205,3 +205,25 @@ async def test_stdios_one_client_may_use_every_lane():
     assert lanes.held == {"stdio": 2} and lanes.free == 0
     gate.set()
     await asyncio.gather(*tasks)
+
+
+@pytest.mark.slow
+async def test_a_caller_cancelling_over_and_over_kills_one_worker_not_every_one():
+    """Its stopped call holds its lane until the worker is back, so its next calls wait there, not in another worker."""
+    options = ServerOptions(kgs=(KGSpec("cwq", f"file:{need(CWQ_NT)}", dialect="freebase"),),
+                            http=HttpOptions(timeout=10), query_workers=2)
+    engine = Engine.open(options)
+    try:
+        await engine.sparql("ASK { ?s ?p ?o }", "cwq", 10, False, caller="y")
+        storm = []
+        for _ in range(4):
+            storm.append(asyncio.create_task(engine.sparql(COUNT_CROSS, "cwq", 10, False, caller="x")))
+            await asyncio.sleep(0.3)
+            storm[-1].cancel()
+        answer = await asyncio.wait_for(engine.sparql("SELECT ?s WHERE { ?s ?p ?o } LIMIT 3", "cwq", 10, False, caller="y"), 5)
+        await asyncio.gather(*storm, return_exceptions=True)
+        workers = engine.kgs["cwq"].endpoint.inner._workers
+        assert answer[0]["row_count"] == 3 and all(t.cancelled() for t in storm)
+        assert workers.stats["killed"] == 1, workers.stats  # the first call's worker; the others never got one
+    finally:
+        await engine.aclose()
