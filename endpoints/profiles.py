@@ -118,7 +118,7 @@ def _need(client: HttpClient | None, spec: str) -> HttpClient:
     """The caller's client for a remote spec (lower layers never build one of their own)."""
     if client is None:
         raise TypeError(f"endpoint {strip_credentials(spec)} is remote: pass client=, the run's HttpClient "
-                        "(HttpClient.from_options(HttpOptions(...)))")
+                        "(a Session's client, or HttpOptions(...).client())")
     return client
 
 
@@ -132,7 +132,7 @@ def resolve_endpoint(
     """Turn an endpoint spec into an endpoint and its dialect (explicit `dialect` wins over the profile's).
 
     A remote spec (a profile, a URL) needs `client`, the run's shared `HttpClient` (the caller owns and
-    closes it; `HttpClient.from_options(HttpOptions(...))` builds one); `file:` specs need none.
+    closes it; a `Session`'s, or `HttpOptions(...).client()`); `file:` specs need none.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise UnknownEndpoint(f"empty endpoint: use {', '.join(PROFILES)}, file:PATH or an http(s) URL")

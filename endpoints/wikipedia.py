@@ -187,7 +187,7 @@ class WikipediaSource:
         self.api_url = api_url or f"https://{lang}.wikipedia.org/w/api.php"
         self.rest_url = (rest_url or f"https://{lang}.wikipedia.org/api/rest_v1").rstrip("/")
         if client is None:  # the run's shared client: the source never builds its own
-            raise TypeError("WikipediaSource needs the run's HttpClient: WikipediaSource(HttpClient.from_options(HttpOptions()))")
+            raise TypeError("WikipediaSource needs the run's HttpClient: WikipediaSource(HttpOptions().client())")
         self.client = client
         self._owns_client = own_client  # closed with the source (a client made for it alone)
         self.maxlag = maxlag

@@ -21,11 +21,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cache.options import CacheOptions
+from ..endpoints.bounds import Bounds
 from ..endpoints.options import HttpOptions
 from ..sparql.dialects import DIALECT_REGISTRY, DIALECTS
 from ..sparql.errors import KgfedError, UnknownEndpoint
 
-__all__ = ["HttpOptions", "CacheOptions", "KGSpec", "AlignOptions", "KGs", "kg_specs", "open_kg", "open_kgs",
+__all__ = ["HttpOptions", "CacheOptions", "KGSpec", "AlignOptions", "SessionSpec", "KGs", "kg_specs", "open_kg", "open_kgs",
            "open_endpoint", "close_kgs", "default_text_source", "split_fallback", "DIALECT_NAMES", "DEFAULT_KGS",
            "LIVE_PREFIXES"]
 
@@ -111,6 +112,49 @@ class AlignOptions:
         return Aligner(kgs, methods=methods, threshold=self.threshold, margin=self.margin, cache=cache, embedder=embedder)
 
 
+@dataclass(frozen=True)
+class SessionSpec:
+    """Everything a `Session` (`kgfed.engine.session`) builds from, as one frozen, picklable value: built once,
+    from the command line (`cli.options.session_spec`) or by the caller, and never patched afterwards.
+
+    `kgs`: the named KGs; `http`: the client's options (and a caller's query bounds on a file store: `--timeout`,
+    `--query-memory`, see `query_bounds`); `cache`: the cache root and policy (one response cache for every KG);
+    `align`: entity alignment; `llm`: an LLM spec (`toolbox.llm.make_llm`; an `LLM` object also works, but is not
+    picklable) with `llm_concurrency` calls in flight; `text`: a text-source spec (`wikipedia`, `demo`,
+    `file:PATH`; None: none) read in `text_mode` with `maxlag`; `embeddings`: where the embedder keeps its
+    vectors (a directory; False: nowhere; None: the cache root's `embeddings` store, nowhere with the cache off)."""
+
+    kgs: tuple[KGSpec, ...] = ()
+    http: HttpOptions = HttpOptions()
+    cache: CacheOptions = CacheOptions()
+    align: AlignOptions = AlignOptions()
+    llm: Any = "none"  # str | LLM
+    llm_concurrency: int | None = None
+    text: str | None = None
+    text_mode: str = "extracts"
+    maxlag: int | None = 5
+    embeddings: str | bool | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.kgs, (KGSpec, str)):
+            raise KgfedError("SessionSpec.kgs is a tuple of KGSpec: write kgs=(KGSpec.parse('wikidata=wikidata'),)")
+        object.__setattr__(self, "kgs", tuple(self.kgs))
+        for value, kind in ((self.http, HttpOptions), (self.cache, CacheOptions), (self.align, AlignOptions)):
+            if not isinstance(value, kind):
+                raise KgfedError(f"SessionSpec got {type(value).__name__} where {kind.__name__} belongs: build it "
+                                 f"with {kind.__name__}(...) (kgfed.engine.config)")
+        if not all(isinstance(k, KGSpec) for k in self.kgs):
+            raise KgfedError("SessionSpec.kgs must hold KGSpec objects, e.g. kgs=(KGSpec.parse('freebase=file:fb.nt'),)")
+        names = [k.name for k in self.kgs]
+        if len(set(names)) != len(names):
+            raise KgfedError(f"KG named twice ({', '.join(names)}): give each KG once")
+
+    @property
+    def query_bounds(self) -> Bounds:
+        """A caller's query on a file store (`KG.select`): at most `--timeout` seconds and `--query-memory` MB."""
+        return Bounds(timeout=float(self.http.timeout), memory_mb=self.http.query_memory_mb)
+
+
 # Endpoint specs served over the network: beside them, text comes from live Wikipedia.
 LIVE_PREFIXES = ("wikidata", "qlever-", "http://", "https://")
 
@@ -167,14 +211,19 @@ def kg_specs(kg: str | None, endpoints: list[str] | str | None = None, *, partia
 
 
 class KGs(dict):
-    """The named KGs of a command or run, and the one `HttpClient` they share (closed with them if owned)."""
+    """The named KGs of a command or run, the one `HttpClient` they share and the one response cache they share
+    (`store`): each closed with them when they own it (`open_kgs` without a session's client and store)."""
 
     client: Any = None
     owns_client: bool = False
+    store: Any = None
+    owns_store: bool = False
 
 
-def open_kg(spec: KGSpec, *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = DEFAULT_CACHE, client=None):
-    """One `KG` from its spec. With `client` (the run's shared one) the KG uses it; without, it gets its own."""
+def open_kg(spec: KGSpec, *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = DEFAULT_CACHE, client=None,
+            store=None):
+    """One `KG` from its spec. With `client` (the run's shared one) the KG uses it; without, it gets its own;
+    likewise `store`, the run's shared response cache."""
     dialect = spec.effective_dialect
     endpoint = spec.endpoint
     if endpoint is None:
@@ -185,7 +234,7 @@ def open_kg(spec: KGSpec, *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptio
         endpoint = default_endpoint(dialect)
     try:
         return open_endpoint(endpoint, name=spec.name, dialect=dialect, partial=spec.partial, http=http, cache=cache,
-                             client=client, fallbacks=spec.fallbacks)
+                             client=client, fallbacks=spec.fallbacks, store=store)
     except UnknownEndpoint:
         if dialect is None and endpoint.startswith(("http://", "https://")):
             from ..sparql.secrets import redact
@@ -198,7 +247,7 @@ def open_kg(spec: KGSpec, *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptio
 
 def open_endpoint(endpoint: str, *, name: str | None = None, dialect: str | None = None, partial: str | None = None,
                   http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = DEFAULT_CACHE, client=None,
-                  fallbacks: tuple[str, ...] | list[str] = ()):
+                  fallbacks: tuple[str, ...] | list[str] = (), store=None):
     """`KG.open` with the value objects of a run: over `client` (the run's shared one) when given, else a
     client of its own built from `http` (closed with the KG)."""
     from .kg.facade import KG
@@ -206,25 +255,31 @@ def open_endpoint(endpoint: str, *, name: str | None = None, dialect: str | None
     extra: dict[str, Any] = {} if partial is None else {"partial": partial}
     return KG.open(endpoint, dialect=dialect, name=name, http=client if client is not None else http, cache=cache,
                    fallbacks=tuple(split_fallback(item)[1] for item in fallbacks), query_memory_mb=http.query_memory_mb,
-                   **extra)
+                   store=store, **extra)
 
 
 def open_kgs(specs: list[KGSpec], *, http: HttpOptions = DEFAULT_HTTP, cache: CacheOptions = DEFAULT_CACHE,
-             client=None) -> KGs:
-    """The named KGs of a run over one shared `HttpClient` (`client`, or a new one that `close_kgs` closes)."""
+             client=None, store=None) -> KGs:
+    """The named KGs of a run over one `HttpClient` and one response cache.
+
+    A `Session` passes its own `client` and `store` (the KGs borrow them); without them this is a library
+    convenience, a session of KGs only: it builds both (`HttpOptions.client`, `kg.facade.response_cache`) and
+    `close_kgs` closes them."""
     names = [spec.name for spec in specs]
     if len(set(names)) != len(names):
         raise KgfedError(f"KG named twice ({', '.join(names)}): give each KG once")
     kgs = KGs()
     kgs.owns_client = client is None
-    if client is None:
-        from ..endpoints.client import HttpClient
-
-        client = HttpClient.from_options(http)
-    kgs.client = client
+    kgs.client = http.client() if client is None else client
     try:
+        if store is not None or not cache.enabled:
+            kgs.store = store if cache.enabled else None
+        elif specs:  # one response cache for the KGs, closed with them (`close_kgs`)
+            from .kg.facade import response_cache
+
+            kgs.store, kgs.owns_store = response_cache(cache), True
         for spec in specs:
-            kgs[spec.name] = open_kg(spec, http=http, cache=cache, client=kgs.client)
+            kgs[spec.name] = open_kg(spec, http=http, cache=cache, client=kgs.client, store=kgs.store)
     except BaseException:
         try:  # nothing was sent yet (sessions open lazily): closing only releases worker threads
             loop = asyncio.get_running_loop()
@@ -239,5 +294,9 @@ def open_kgs(specs: list[KGSpec], *, http: HttpOptions = DEFAULT_HTTP, cache: Ca
 async def close_kgs(kgs: dict[str, Any]) -> None:
     """Close every KG, then the shared client when the KGs own it."""
     await asyncio.gather(*(kg.aclose() for kg in kgs.values()))
+    store = getattr(kgs, "store", None)
+    if store is not None and getattr(kgs, "owns_store", False):  # their own shared response cache: closed after them
+        kgs.store = None  # type: ignore[attr-defined]
+        await asyncio.to_thread(store.close)
     if getattr(kgs, "owns_client", False) and kgs.client is not None:  # type: ignore[attr-defined]
         await kgs.client.aclose()  # type: ignore[attr-defined]

@@ -1,27 +1,30 @@
 """A run's shared objects, opened once and closed once: the session.
 
-Every entry point of kgfed (the `kgfed` commands, the run harness, the MCP server) and library code
-that wants more than one KG obtains the run's shared objects from one `Session` instead of building
-them itself:
+Every entry point of kgfed (the `kgfed` commands, `kgfed doctor`, the run harness and its worker processes
+and Ray actors, the MCP server, `kgfed serve`) and library code that wants more than one KG obtains the run's
+shared objects from one `Session`, built from one frozen `SessionSpec`, instead of building them itself:
 
-    async with Session(kgs=[KGSpec.parse("wikidata=wikidata")], http=HttpOptions(contact="me@example.org"),
-                       cache=CacheOptions(root="/data/kgfed-cache"), llm="none", text="wikipedia") as session:
-        session.kgs["wikidata"]     # the KGs, each over the session's client and response cache
+    spec = SessionSpec(kgs=(KGSpec.parse("wikidata=wikidata"),), http=HttpOptions(contact="me@example.org"),
+                       cache=CacheOptions(root="/data/kgfed-cache"), llm="none", text="wikipedia")
+    async with Session(spec) as session:
+        session.kgs["wikidata"]     # the KGs, each over the session's client and its one response cache
         session.client              # the one HttpClient: per-host caps, budgets and 429 pauses for the whole run
         session.text                # the text source (its Wikipedia requests go through the same client)
         session.llm                 # the LLM provider (an OpenAI-compatible one on the same client)
         session.embedder            # the sentence embedder over the cache root's vectors (None without the extra)
         session.store("alignments") # a cache store of the root (`kgfed.cache.root.open_store`), opened once
 
-What it owns, it builds from value objects (`HttpOptions`, `CacheOptions`, `KGSpec`, an LLM spec, a
-text-source spec), so a worker process or a Ray actor rebuilds the same session from the same options.
+The spec is built once (the CLI's `cli.options.session_spec(args)`, the harness's `RunSpec.session_spec()`, the
+MCP server's `ServerOptions.session`, or the caller) and nothing is patched after it is built.
+What it owns, it builds from the spec's value objects (`HttpOptions`, `CacheOptions`, `KGSpec`, `AlignOptions`,
+an LLM spec, a text-source spec), so a worker process or a Ray actor rebuilds the same session from the same spec.
 Lower layers (`kg`, `federation`, `text`, `methods`, `toolbox`) take these objects as arguments and
 build none of them: a ranker, an aligner or a method given no embedder has none.
 
 The HTTP client and the KGs are made when the session opens; the LLM, the embedder, the text source
 and the stores on first use (an MCP server that is never asked a question loads no model and opens no
 Wikipedia client). `aclose` closes each once, in reverse order of need: the text source, the LLM, the
-embedder, the KGs (their response caches), the stores, and the client last, since everything above
+embedder, the KGs, their one response cache, the stores, and the client last, since everything above
 may still have been using it. A client handed in (`client=`, e.g. one over a `MockTransport` in
 tests) is used and left open for its owner.
 """
@@ -32,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..sparql.errors import Closed, KgfedError
-from .config import CacheOptions, HttpOptions, KGSpec
+from .config import CacheOptions, HttpOptions, KGs, KGSpec, SessionSpec
 
 if TYPE_CHECKING:
     from ..cache.root import Store
@@ -41,41 +44,36 @@ if TYPE_CHECKING:
     from ..endpoints.wikipedia import TextSource
     from .toolbox.embeddings import Embedder
     from .toolbox.llm_base import LLM
-    from .config import AlignOptions, KGs
+    from ..cache.responses import ResponseCache
+    from .config import AlignOptions
 
-__all__ = ["Session"]
+__all__ = ["Session", "SessionSpec"]
 
 
 class Session:
     """The shared objects of one run: HTTP client, KGs, cache stores, LLM, embedder, text source.
 
-    `kgs`: the run's KGs (more with `add_kg`); `http`/`cache`: how it talks HTTP and caches (None: the defaults); `llm`: an
-    LLM spec (`toolbox.llm.make_llm`) with `llm_concurrency` calls in flight for the whole run; `text`:
-    a text-source spec (`wikipedia`, `demo`, `file:PATH`; None: no text source) read in `text_mode`
-    with `maxlag`; `embeddings`: where the embedder keeps its vectors (a directory; False: nowhere;
-    None: the cache root's `embeddings` store, a directory or Redis; nowhere with the cache off); `client`: an `HttpClient` to
-    use instead of building one (not closed by the session); `transport`: the bytes layer of the client the
-    session builds (a `MockTransport` in tests; None: aiohttp).
+    `spec`: what to build (`SessionSpec`: the KGs, HTTP and cache options, alignment, the LLM and text-source
+    specs; None: `SessionSpec()`, no KG). The session is the one owner of what it builds: one `HttpClient`,
+    one response cache shared by its KGs, the KGs (more with `add_kg`), the cache stores, the LLM, the embedder
+    and the text source; everything below borrows them. Two seams, for tests and embedders: `client`, an
+    `HttpClient` to use instead of building one (not closed by the session), and `transport`, the bytes layer of
+    the client the session builds (a `MockTransport` in tests; None: aiohttp).
     """
 
-    def __init__(self, *, kgs: Sequence[KGSpec] = (), http: HttpOptions | None = None,
-                 cache: CacheOptions | None = None, llm: str | LLM = "none", llm_concurrency: int | None = None,
-                 text: str | None = None, text_mode: str = "extracts", maxlag: int | None = 5,
-                 embeddings: str | bool | None = None, client: HttpClient | None = None,
+    def __init__(self, spec: SessionSpec | None = None, *, client: HttpClient | None = None,
                  transport: AsyncTransport | None = None):
-        self.kg_specs = tuple(kgs)
-        self.http = http if http is not None else HttpOptions()
-        self.cache = cache if cache is not None else CacheOptions()
-        self.llm_spec = llm
-        self.llm_concurrency = llm_concurrency
-        self.text_spec = text
-        self.text_mode = text_mode
-        self.maxlag = maxlag
-        self.embeddings = embeddings
+        if spec is None:
+            spec = SessionSpec()
+        elif not isinstance(spec, SessionSpec):
+            raise KgfedError(f"Session takes a SessionSpec, not {type(spec).__name__}: Session(SessionSpec(kgs=..., "
+                             "http=..., cache=...)) (kgfed.engine.config; docs/migration.md)")
+        self.spec = spec
         self.transport = transport
         self._given_client = client
         self._client: HttpClient | None = client
-        self.kgs: KGs | dict[str, Any] = {}
+        self._responses: ResponseCache | None = None  # the one response cache of the session's KGs
+        self.kgs: KGs = KGs()
         self._llm: LLM | None = None
         self._embedder: Embedder | None = None
         self._embedder_made = False
@@ -83,6 +81,31 @@ class Session:
         self._stores: dict[str, Store] = {}
         self._opened = False
         self._closed = False
+
+    # the spec's parts, read-only
+    @property
+    def http(self) -> HttpOptions:
+        return self.spec.http
+
+    @property
+    def cache(self) -> CacheOptions:
+        return self.spec.cache
+
+    @property
+    def kg_specs(self) -> tuple[KGSpec, ...]:
+        return self.spec.kgs
+
+    @property
+    def llm_spec(self) -> str | LLM:
+        return self.spec.llm
+
+    @property
+    def text_spec(self) -> str | None:
+        return self.spec.text
+
+    @property
+    def embeddings(self) -> str | bool | None:
+        return self.spec.embeddings
 
     # -- lifetime ------------------------------------------------------------------------------------
     def open(self) -> Session:
@@ -92,15 +115,17 @@ class Session:
         if self._opened:
             return self
         from .config import open_kgs
+        from .kg.facade import response_cache
 
         self._opened = True
         if self._client is None:
-            from ..endpoints.client import HttpClient
-
-            self._client = HttpClient.from_options(self.http, transport=self.transport)
+            self._client = self.http.client(transport=self.transport)
         try:
-            self.kgs = open_kgs(list(self.kg_specs), http=self.http, cache=self.cache, client=self._client)
+            self._responses = response_cache(self.cache)  # one for every KG of the session, closed after them
+            self.kgs = open_kgs(list(self.kg_specs), http=self.http, cache=self.cache, client=self._client,
+                                store=self._responses)
         except BaseException:
+            self._close_responses()
             self._close_client_soon()
             raise
         return self
@@ -126,11 +151,17 @@ class Session:
                 self._embedder.close()
             await close_kgs(self.kgs)
         finally:
+            await asyncio.to_thread(self._close_responses)
             stores, self._stores = list(self._stores.values()), {}
             for store in stores:
                 store.close()
             if self._client is not None and self._client is not self._given_client:
                 await self._client.aclose()
+
+    def _close_responses(self) -> None:
+        responses, self._responses = self._responses, None
+        if responses is not None:
+            responses.close()
 
     def _close_client_soon(self) -> None:
         client, self._client = self._client, self._given_client
@@ -162,7 +193,7 @@ class Session:
         self._check_open()
         if spec.name in self.kgs:
             raise KgfedError(f"KG named twice ({spec.name}): give each KG once")
-        kg = open_kg(spec, http=self.http, cache=self.cache, client=self.client)
+        kg = open_kg(spec, http=self.http, cache=self.cache, client=self.client, store=self._responses)
         self.kgs[spec.name] = kg
         return kg
 
@@ -188,7 +219,7 @@ class Session:
         if self._llm is None:
             from .toolbox.llm import make_llm
 
-            self._llm = make_llm(self.llm_spec, client=self.client, concurrency=self.llm_concurrency)
+            self._llm = make_llm(self.llm_spec, client=self.client, concurrency=self.spec.llm_concurrency)
             bind = getattr(self._llm, "bind", None)
             if bind is not None:  # the gold stand-in runs gold queries over the run's KGs
                 bind(self.kgs)
@@ -212,15 +243,16 @@ class Session:
         self._embedder, self._embedder_made = value, True
 
     def _embeddings_location(self) -> Store | str | bool:
-        if isinstance(self.embeddings, str):  # a run's own directory: opened here, so a full disk fails softly
+        embeddings = self.embeddings
+        if isinstance(embeddings, str):  # a run's own directory: opened here, so a full disk fails softly
             from ..cache.failsafe import open_failsafe_at
 
-            key = f"embeddings@{self.embeddings}"
+            key = f"embeddings@{embeddings}"
             if key not in self._stores:
-                self._stores[key] = open_failsafe_at(self.embeddings, "embeddings")
+                self._stores[key] = open_failsafe_at(embeddings, "embeddings")
             return self._stores[key]
-        if self.embeddings is not None:
-            return self.embeddings
+        if embeddings is not None:
+            return embeddings
         return self.store("embeddings") if self.cache.enabled else False  # the root's store: on Redis too
 
     @property
@@ -233,15 +265,16 @@ class Session:
             live = self.text_spec == "wikipedia"  # the only source that caches (pages it fetched)
             store = self.store("text", size_limit=TEXT_STORE_LIMIT) if live and self.cache.enabled else None
             self._text = open_text_source(self.text_spec, client=self.client, store=store, cache=self.cache.enabled,
-                                          offline=self.cache.offline, mode=self.text_mode, maxlag=self.maxlag)
+                                          offline=self.cache.offline, mode=self.spec.text_mode, maxlag=self.spec.maxlag)
         return self._text
 
-    def aligner(self, options: AlignOptions, methods: Sequence[str] | None = None):
-        """An `Aligner` over the session's KGs with `options` (`methods` overriding theirs), given the
-        session's embedder when SBERT is among its methods."""
+    def aligner(self, options: AlignOptions | None = None, methods: Sequence[str] | None = None):
+        """An `Aligner` over the session's KGs with `options` (None: the spec's `align`; `methods` overriding
+        theirs), given the session's embedder when SBERT is among its methods."""
         from .federation.align import AlignmentCache, Aligner
 
         self._check_open()
+        options = self.spec.align if options is None else options
         names = list(methods) if methods else options.method_names()
         embedder = self.embedder if "sbert" in names else None
         if not methods and options.methods == "auto" and embedder is None:  # auto: SBERT when embeddings can run

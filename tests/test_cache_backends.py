@@ -134,7 +134,7 @@ async def test_kg_alignments_and_text_share_the_redis_root(redis_root, tmp_path)
     """`KG.open(cache=CacheOptions(root="redis://…"))` keeps answers in Redis: a second KG (any process) gets hits only;
     the aligner's and the text source's stores come from the same root."""
     from kgfed.engine.federation.align import Aligner
-    from kgfed.engine.session import Session
+    from kgfed.engine.session import Session, SessionSpec
 
     async with KG.open(f"file:{DEMO_WIKIDATA}", cache=CacheOptions(root=str(redis_root))) as kg:
         first = await kg.relations("Q42")
@@ -143,7 +143,7 @@ async def test_kg_alignments_and_text_share_the_redis_root(redis_root, tmp_path)
         assert isinstance(aligner.cache._cache.inner, RedisStore) and aligner.cache._cache.location == redis_root
     async with KG.open(f"file:{DEMO_WIKIDATA}", cache=CacheOptions(root=str(redis_root), offline=True)) as kg:
         assert await kg.relations("Q42") == first and kg.stats["sent"] == 0 and kg.stats["cache_hits"] > 0
-    async with Session(cache=CacheOptions(root=str(redis_root), offline=True), text="wikipedia") as session:
+    async with Session(SessionSpec(cache=CacheOptions(root=str(redis_root), offline=True), text="wikipedia")) as session:
         source = session.text  # the session's text store: the root's, on Redis
         assert isinstance(source.cache._cache.inner, RedisStore) and source.cache._cache is session.store("text")
         source.cache.set("page", {"title": "Douglas Adams"})

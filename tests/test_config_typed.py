@@ -173,3 +173,30 @@ def test_no_code_outside_the_client_module_constructs_an_http_client():
                     if name == "HttpClient":
                         found.append(f"{path.relative_to(root)}:{node.lineno}")
     assert not found, f"build clients with HttpClient.from_options(HttpOptions(...)): {found}"
+
+
+def _calls(name: str) -> list[str]:
+    """Where the package calls `name(...)` or `X.name(...)` (docstrings and messages are not calls)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for top in ("sparql", "endpoints", "cache", "engine"):
+        for path in sorted((root / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                    if called == name:
+                        found.append(str(path.relative_to(root)))
+    return found
+
+
+def test_one_place_builds_a_client_from_options_and_one_opens_a_response_cache():
+    """Issue 40's check: `HttpClient.from_options(` and `ResponseCache(` are each called in one place (the session
+    and `KG.open`'s one-KG session go through them); before, config.open_kgs, KG.open, cli.options, the session
+    and the OpenAI provider each built a client, and every KG opened its own response cache."""
+    outside = [path for path in _calls("from_options") if path != "endpoints/client.py"]  # (its own shorthands)
+    assert outside == ["endpoints/options.py"]  # `HttpOptions.client()`
+    assert _calls("ResponseCache") == ["engine/kg/facade.py"]

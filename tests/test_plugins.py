@@ -318,11 +318,11 @@ def test_an_llm_object_is_used_as_it_is():
 
 
 async def test_a_session_takes_an_llm_object():
-    from kgfed.engine.session import Session
+    from kgfed.engine.session import Session, SessionSpec
     from kgfed.engine.toolbox.llm_base import NoLLM
 
     llm = NoLLM()
-    async with Session(llm=llm, llm_concurrency=3) as session:
+    async with Session(SessionSpec(llm=llm, llm_concurrency=3)) as session:
         assert session.llm is llm and llm.gate.concurrency == 3
         assert session.describe()["llm"] == llm.describe()
 

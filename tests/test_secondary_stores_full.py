@@ -19,7 +19,7 @@ from kgfed.cache.vectors import VectorStore
 from kgfed.endpoints.client import HttpClient
 from kgfed.engine.config import AlignOptions, CacheOptions, KGSpec
 from kgfed.engine.data import DEMO_WIKIDATA
-from kgfed.engine.session import Session
+from kgfed.engine.session import Session, SessionSpec
 
 from .conftest import HTTP_DIR, need
 from .test_disk_full import tiny_disk  # noqa: F401 - the fixture: a real 800 KB tmpfs
@@ -49,7 +49,7 @@ def cache_warnings(caplog) -> list[str]:
 async def test_a_full_disk_under_the_text_store_still_answers_the_page(tiny_disk, caplog):
     root = tiny_disk.path / "cache"
     client = HttpClient(retries=1, backoff=0.01)
-    async with client, Session(cache=CacheOptions(root=str(root)), text="wikipedia", maxlag=None, client=client) as session:
+    async with client, Session(SessionSpec(cache=CacheOptions(root=str(root)), text="wikipedia", maxlag=None), client=client) as session:
         source = session.text
         store = session.store("text")
         assert isinstance(store, FailSafeStore) and isinstance(store.inner, DiskStore) and source.cache._cache is store
@@ -74,7 +74,7 @@ async def test_a_full_disk_under_the_text_store_still_answers_the_page(tiny_disk
 
 async def test_a_full_disk_under_the_alignment_store_still_aligns(tiny_disk, caplog):
     kgs = [KGSpec("wikidata", f"file:{need(DEMO_WIKIDATA)}"), KGSpec("freebase")]
-    async with Session(kgs=kgs, cache=CacheOptions(root=str(tiny_disk.path / "cache"))) as session:
+    async with Session(SessionSpec(kgs=kgs, cache=CacheOptions(root=str(tiny_disk.path / "cache")))) as session:
         aligner = session.aligner(AlignOptions(methods=("p646", "label")))
         assert aligner.cache._cache is session.store("alignments")
         fill(tiny_disk)
@@ -103,7 +103,7 @@ def test_a_full_disk_under_a_sessions_vector_store_keeps_the_vectors(tiny_disk, 
     import asyncio
 
     async def go():
-        async with Session(cache=CacheOptions(root=str(tiny_disk.path / "cache"))) as session:
+        async with Session(SessionSpec(cache=CacheOptions(root=str(tiny_disk.path / "cache")))) as session:
             vectors = VectorStore(session.store("embeddings"), owned=False)
             assert vectors.add_many("m", [("first", b"\1" * 1536)]) == [b"\1" * 1536]
             fill(tiny_disk)
@@ -131,7 +131,7 @@ def test_a_store_first_opened_on_a_full_disk_is_one_warning(tiny_disk, caplog):
 
 
 async def test_a_session_store_opened_after_the_disk_filled_up(tiny_disk, caplog):
-    async with Session(cache=CacheOptions(root=str(tiny_disk.path / "cache"))) as session:
+    async with Session(SessionSpec(cache=CacheOptions(root=str(tiny_disk.path / "cache")))) as session:
         fill(tiny_disk)
         with caplog.at_level(logging.WARNING, logger="kgfed.cache"):
             store = session.store("alignments")
@@ -154,7 +154,7 @@ async def test_a_runs_own_embeddings_directory_on_a_full_disk_is_one_warning(tin
     """`kgfed run` pins the vectors to a directory (`RunSpec.embeddings_dir`): the session opens it as a guarded
     store when the embedder is first made, so a disk already full then is one warning, not a failed question."""
     directory = tiny_disk.path / "cache" / "embeddings"
-    async with Session(cache=CacheOptions(root=str(tiny_disk.path / "cache")), embeddings=str(directory)) as session:
+    async with Session(SessionSpec(cache=CacheOptions(root=str(tiny_disk.path / "cache")), embeddings=str(directory))) as session:
         fill(tiny_disk)
         with caplog.at_level(logging.WARNING, logger="kgfed.cache"):
             store = session._embeddings_location()
@@ -168,7 +168,7 @@ async def test_a_runs_own_embeddings_directory_on_a_full_disk_is_one_warning(tin
 
 async def test_a_runs_own_embeddings_directory_with_room_keeps_the_vectors(tmp_path):
     directory = tmp_path / "emb"
-    async with Session(cache=CacheOptions(root=str(tmp_path / "cache")), embeddings=str(directory)) as session:
+    async with Session(SessionSpec(cache=CacheOptions(root=str(tmp_path / "cache")), embeddings=str(directory))) as session:
         vectors = VectorStore(session._embeddings_location(), owned=False)
         vectors.add_many("m", [("a", b"\3" * 1536)])
     assert VectorStore(DiskStore(directory)).get_many("m", ["a"]) == {"a": b"\3" * 1536}  # closed, kept on disk

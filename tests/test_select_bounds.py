@@ -90,11 +90,11 @@ def test_kgfed_query_memory_option(tmp_path, capsys):
 
 async def test_a_sessions_kgs_take_its_query_memory(tmp_path):
     from kgfed.engine.config import CacheOptions, KGSpec
-    from kgfed.engine.session import Session
+    from kgfed.engine.session import Session, SessionSpec
 
     spec = KGSpec("freebase", f"file:{need(CWQ_NT)}")
-    async with Session(kgs=[spec], http=HttpOptions(timeout=9, query_memory_mb=200),
-                       cache=CacheOptions(enabled=False)) as session:
+    async with Session(SessionSpec(kgs=[spec], http=HttpOptions(timeout=9, query_memory_mb=200),
+                                   cache=CacheOptions(enabled=False))) as session:
         kg = session.kgs["freebase"]
         assert (kg.query_bounds.timeout, kg.query_bounds.memory_mb) == (9.0, 200)
         assert (await kg.select("ASK { ?s ?p ?o }")).boolean is True

@@ -10,7 +10,7 @@ from kgfed.cache.root import DiskStore
 from kgfed.endpoints.client import HttpClient
 from kgfed.endpoints.transport import MockTransport, Request, Response
 from kgfed.engine.cli import main
-from kgfed.engine.config import AlignOptions, CacheOptions, HttpOptions, KGSpec
+from kgfed.engine.config import AlignOptions, CacheOptions, HttpOptions, KGSpec, SessionSpec
 from kgfed.engine.data import DEMO_WIKIDATA
 from kgfed.engine.session import Session
 from kgfed.sparql.errors import Closed, KgfedError
@@ -28,8 +28,8 @@ def uses(kg) -> HttpClient:
 
 async def test_a_runs_wikipedia_source_and_kgs_share_one_client_with_contact_and_concurrency(tmp_path):
     http = HttpOptions(contact="me@example.org", concurrency=2)
-    async with Session(kgs=LIVE, http=http, cache=CacheOptions(root=str(tmp_path)), text="wikipedia",
-                       llm="openai:http://127.0.0.1:9/v1#test-model") as session:
+    async with Session(SessionSpec(kgs=LIVE, http=http, cache=CacheOptions(root=str(tmp_path)), text="wikipedia",
+                                   llm="openai:http://127.0.0.1:9/v1#test-model")) as session:
         client = session.client
         assert uses(session.kgs["wikidata"]) is uses(session.kgs["freebase"]) is client
         assert session.text.client is client and session.llm._http() is client
@@ -55,8 +55,8 @@ async def test_the_shared_client_carries_the_contact_to_both_wikipedia_and_the_k
                            content_type="application/sparql-results+json")
 
     http = HttpOptions(contact="me@example.org", concurrency=2)
-    async with Session(kgs=[KGSpec("wikidata", "wikidata")], http=http, cache=CacheOptions(enabled=False),
-                       text="wikipedia", transport=MockTransport(services)) as session:
+    async with Session(SessionSpec(kgs=[KGSpec("wikidata", "wikidata")], http=http, cache=CacheOptions(enabled=False),
+                                   text="wikipedia"), transport=MockTransport(services)) as session:
         pages = await session.text.pages(["Douglas Adams"])
         assert "English author" in pages["Douglas Adams"].text
         await session.kgs["wikidata"].sitelinks(["Q42"])
@@ -69,8 +69,8 @@ async def test_the_shared_client_carries_the_contact_to_both_wikipedia_and_the_k
 
 async def test_a_client_handed_in_is_used_and_left_open():
     client = HttpClient.from_options(HttpOptions(contact="me@example.org"))
-    async with Session(kgs=[KGSpec("wikidata", "wikidata")], cache=CacheOptions(enabled=False), text="wikipedia",
-                       client=client) as session:
+    async with Session(SessionSpec(kgs=[KGSpec("wikidata", "wikidata")], cache=CacheOptions(enabled=False),
+                                   text="wikipedia"), client=client) as session:
         assert session.client is client and uses(session.kgs["wikidata"]) is client and session.text.client is client
     assert not client.closed  # its owner's to close
     await client.aclose()
@@ -100,8 +100,8 @@ def test_kgfed_context_reaches_wikipedia_and_the_kg_over_one_client(monkeypatch,
 
 
 async def test_lazy_parts_are_made_on_first_use_once_and_closed_once(tmp_path):
-    session = Session(kgs=[KGSpec("wikidata", f"file:{need(DEMO_WIKIDATA)}")], cache=CacheOptions(root=str(tmp_path)),
-                      text="demo")
+    session = Session(SessionSpec(kgs=[KGSpec("wikidata", f"file:{need(DEMO_WIKIDATA)}")],
+                                  cache=CacheOptions(root=str(tmp_path)), text="demo"))
     assert session._llm is None and session._text is None and not session._embedder_made  # nothing made yet
     async with session:
         assert session.text is session.text and session.text.name == "demo"
@@ -123,10 +123,10 @@ async def test_lazy_parts_are_made_on_first_use_once_and_closed_once(tmp_path):
 
 async def test_the_embedder_lives_under_the_cache_root_and_none_with_the_cache_off(tmp_path):
     pytest.importorskip("sentence_transformers")
-    async with Session(cache=CacheOptions(root=str(tmp_path))) as session:
+    async with Session(SessionSpec(cache=CacheOptions(root=str(tmp_path)))) as session:
         assert session.embedder is session.embedder
         assert session.embedder._cache_arg is session.store("embeddings")  # the root's store (a Redis root holds it too)
-    async with Session(cache=CacheOptions(enabled=False)) as session:
+    async with Session(SessionSpec(cache=CacheOptions(enabled=False))) as session:
         assert session.embedder._cache_arg is False  # vectors kept nowhere
         with pytest.raises(KgfedError, match="cache off"):
             session.store("alignments")
@@ -134,7 +134,7 @@ async def test_the_embedder_lives_under_the_cache_root_and_none_with_the_cache_o
 
 async def test_the_sessions_aligner_uses_its_store_and_embedder(tmp_path):
     kgs = [KGSpec("wikidata", f"file:{need(DEMO_WIKIDATA)}"), KGSpec("freebase")]
-    async with Session(kgs=kgs, cache=CacheOptions(root=str(tmp_path))) as session:
+    async with Session(SessionSpec(kgs=kgs, cache=CacheOptions(root=str(tmp_path)))) as session:
         aligner = session.aligner(AlignOptions(methods=("p646", "label")))
         assert aligner.methods == ("p646", "label") and aligner.embedder is None  # no SBERT: no embedder asked for
         assert aligner.cache is not None and aligner.cache._cache is session.store("alignments")
@@ -146,7 +146,7 @@ async def test_the_sessions_aligner_uses_its_store_and_embedder(tmp_path):
 
 
 def test_a_broken_kg_spec_is_one_line_and_leaves_nothing_open():
-    session = Session(kgs=[KGSpec("wikidata", "file:/nonexistent/kg.nt")])
+    session = Session(SessionSpec(kgs=[KGSpec("wikidata", "file:/nonexistent/kg.nt")]))
     with pytest.raises(KgfedError) as caught:
         session.open()
     assert "\n" not in str(caught.value)
@@ -206,8 +206,23 @@ async def test_the_llm_on_the_sessions_client_keeps_its_own_retries():
         hits[request.host] = hits.get(request.host, 0) + 1
         return Response.of(502, {"error": {"message": "bad gateway"}})
 
-    async with Session(http=HttpOptions(contact="me@example.org"), llm="openai:http://llm.test/v1#m",
-                       cache=CacheOptions(enabled=False), transport=MockTransport(down)) as session:
+    async with Session(SessionSpec(http=HttpOptions(contact="me@example.org"), llm="openai:http://llm.test/v1#m",
+                                   cache=CacheOptions(enabled=False)), transport=MockTransport(down)) as session:
         with pytest.raises(LLMError, match="gave up after 3 attempts"):
             await session.llm.complete("hi", temperature=0.0)
         assert hits == {"llm.test": LLM_RETRIES + 1} and session.client.retries == 4
+
+
+async def test_the_kgs_of_a_session_share_one_response_cache_closed_with_them(tmp_path):
+    from kgfed.cache.responses import ResponseCache
+    from kgfed.engine.data import DEMO_FREEBASE
+
+    specs = [KGSpec("wikidata", f"file:{need(DEMO_WIKIDATA)}"), KGSpec("freebase", f"file:{need(DEMO_FREEBASE)}")]
+    async with Session(SessionSpec(kgs=specs, cache=CacheOptions(root=str(tmp_path)))) as session:
+        wd, fb = session.kgs["wikidata"], session.kgs["freebase"]
+        shared = wd.endpoint.cache
+        assert shared is not None and fb.endpoint.cache is shared  # one store, one writer thread, for the run
+        assert (await wd.labels(["Q42"]))["Q42"].label == "Douglas Adams" and await fb.relations("m.0282x")
+        sent = wd.stats["sent"] + fb.stats["sent"]
+    assert shared._closed  # flushed and closed after the KGs
+    assert len(ResponseCache(tmp_path)) == sent >= 2  # every answer of both KGs stored in the one cache

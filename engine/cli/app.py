@@ -24,7 +24,7 @@ from .. import __version__
 from .options import (  # noqa: F401 - the shared options' names, importable from here as in 0.2
     FRACTIONS, PORTS, ZERO_ALLOWED, add_cache_options, add_query_memory_option, add_source_options, cache_options,
     check_numbers, check_writable,
-    fraction, http_options, nonnegative_int, open_client, open_kg, port, positive_float, positive_int,
+    fraction, http_options, nonnegative_int, open_kg, port, positive_float, positive_int,
 )
 
 if TYPE_CHECKING:

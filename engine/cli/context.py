@@ -28,7 +28,8 @@ def register(command, add_source_options, add_cache_options) -> None:
 
 async def cmd_context(args: argparse.Namespace) -> int:
     from ...sparql.dialects import WIKIDATA, dialect_of
-    from .app import cache_options, emit, http_options
+    from .app import emit
+    from .options import session_spec
     from ..config import KGSpec
     from ..session import Session
     from ..text.context import entity_pages, rank_pages
@@ -44,8 +45,7 @@ async def cmd_context(args: argparse.Namespace) -> int:
     chunks = ChunkSpec(args.max_sentences, args.max_words, args.overlap)
     # one session: the Wikipedia source and the KG (when ids need one) share its HttpClient, so --contact,
     # --concurrency and the 429 pauses hold for both (one politeness domain per host)
-    async with Session(http=http_options(args), cache=cache_options(args), text=spec, text_mode=args.wiki_mode,
-                       maxlag=args.maxlag or None) as session:
+    async with Session(session_spec(args, text=spec, text_mode=args.wiki_mode, maxlag=args.maxlag or None)) as session:
         source = session.text
         if source is None:  # (the spec above is never empty)
             raise KgfedError("no text source: give --text-source wikipedia, demo or file:PATH.jsonl")

@@ -95,17 +95,9 @@ def kg_specs(args: argparse.Namespace) -> list[KGSpec]:
 
 
 def kg_names(args: argparse.Namespace) -> list[str]:
-    """The KG names asked for: --kg, else the --endpoint names, else freebase,wikidata.
-
-    --dialect is folded into --kg/--endpoint here (`DIALECT@SPEC`), so the `RunSpec` of `ask`/`run`,
-    which reads only those two, opens the same KGs."""
-    specs = kg_specs(args)
-    if getattr(args, "dialect", None):
-        args.kg = ",".join(spec.name for spec in specs)
-        args.endpoint = [f"{s.name}={s.dialect + '@' if s.dialect and s.name != s.dialect else ''}{s.endpoint}"
-                         for s in specs if s.endpoint] or None
-        args.dialect = None
-    return [spec.name for spec in specs]
+    """The KG names asked for: --kg, else the --endpoint names, else freebase,wikidata (checked, `args` left as
+    parsed: `options.session_spec(args)` reads --kg/--endpoint/--dialect the same way)."""
+    return [spec.name for spec in kg_specs(args)]
 
 
 def open_kgs(args: argparse.Namespace, client=None) -> KGs:
@@ -122,11 +114,11 @@ def open_kgs(args: argparse.Namespace, client=None) -> KGs:
 
 
 def open_session(args: argparse.Namespace):
-    """The command's `Session`: the KGs of `open_kgs(args)` over its one client and cache, and its embedder."""
+    """The command's `Session` (`options.session_spec(args)`): its KGs over one client and response cache, its embedder."""
     from ..session import Session
-    from .options import cache_options, http_options
+    from .options import session_spec
 
-    return Session(kgs=kg_specs(args), http=http_options(args), cache=cache_options(args))
+    return Session(session_spec(args))
 
 
 def make_aligner(args: argparse.Namespace, kgs: dict[str, Any], embedder: Any = None):

@@ -8,7 +8,11 @@ the library takes frozen value objects. The translation happens here and nowhere
       -> cache_options(args)  CacheOptions   (--cache-dir, --no-cache, --offline, --refresh, --max-age)
       -> align_options(args)  AlignOptions   (--methods, --threshold, --margin)
       -> kg_specs(args)       [KGSpec, ...]  (--kg, --endpoint, --dialect, --partial, --fallback; cli.federation)
-      -> run_spec(args)       RunSpec        (all of the above, plus --method, --param, --llm, --text)
+      -> session_spec(args)   SessionSpec    (all of the above, plus --llm, --llm-concurrency, --text)
+      -> run_spec(args)       RunSpec        (the session spec's parts, plus --method, --param)
+
+A command opens one `Session(session_spec(args))` (`kgfed.engine.session`), the only thing that builds the
+run's HTTP client, response cache and KGs; a one-KG command's `open_kg(args)` is `KG.open`'s one-KG session.
 
 so adding an option is: its `add_argument` here (or in its command's module), its field on the value
 object with the default written once there, and one keyword in the function above. Every numeric
@@ -20,22 +24,22 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...cache.options import CacheOptions
 from ...endpoints.options import DEFAULT_QUERY_MEMORY_MB, DEFAULT_TIMEOUT, HttpOptions
 from ...sparql.dialects import DIALECT_REGISTRY
 from ...sparql.errors import KgfedError
-from ..config import AlignOptions
+from ..config import AlignOptions, KGSpec, SessionSpec
 
 if TYPE_CHECKING:
-    from ...endpoints.client import HttpClient
     from ..harness.runner import RunSpec
     from ..kg.facade import KG
 
-__all__ = ["add_source_options", "add_cache_options", "add_query_memory_option", "query_memory", "http_options", "cache_options", "align_options", "run_spec",
-           "open_kg", "open_client", "check_writable", "check_numbers", "positive_int", "nonnegative_int",
+__all__ = ["add_source_options", "add_cache_options", "add_query_memory_option", "query_memory", "http_options", "cache_options", "align_options", "session_spec",
+           "run_spec", "open_kg", "check_writable", "check_numbers", "positive_int", "nonnegative_int",
            "positive_float", "fraction", "port"]
 
 _ALIGN = AlignOptions()  # the alignment defaults, written once in AlignOptions
@@ -198,39 +202,42 @@ def align_options(args: argparse.Namespace) -> AlignOptions:
                         margin=_ALIGN.margin if margin is None else margin)
 
 
+def session_spec(args: argparse.Namespace, *, kgs: Sequence[KGSpec] | None = None, **parts: Any) -> SessionSpec:
+    """The command's `SessionSpec`, built once from its options: the KGs (`kgs`; default: --kg/--endpoint/--dialect
+    of a command that federates KGs, else none), HTTP, cache, alignment, --llm/--llm-concurrency and --text;
+    `parts` are the command's own (`text`, `text_mode`, `maxlag`, `embeddings`)."""
+    if kgs is None:
+        from .federation import kg_specs
+
+        kgs = kg_specs(args) if hasattr(args, "kg") else ()
+    defaults = {"llm": getattr(args, "llm", None) or "none", "llm_concurrency": getattr(args, "llm_concurrency", None),
+                "text": getattr(args, "text", None)}
+    return SessionSpec(kgs=tuple(kgs), http=http_options(args), cache=cache_options(args), align=align_options(args),
+                       **{**defaults, **parts})
+
+
 def run_spec(args: argparse.Namespace) -> RunSpec:
-    """The `RunSpec` of `kgfed ask`/`run` options: method and params, KGs, HTTP, cache, LLM, text."""
+    """The `RunSpec` of `kgfed ask`/`run` options: method and params over the command's `session_spec`."""
     from ..harness.runner import RunSpec
-    from .federation import kg_specs
     from .method_options import method_params
 
-    return RunSpec(args.method, method_params(args), kgs=tuple(kg_specs(args)), http=http_options(args),
-                   cache=cache_options(args), llm=args.llm, text=getattr(args, "text", None),
-                   llm_concurrency=getattr(args, "llm_concurrency", None))
+    spec = session_spec(args)
+    return RunSpec(args.method, method_params(args), kgs=spec.kgs, http=spec.http, cache=spec.cache, llm=spec.llm,
+                   text=spec.text, llm_concurrency=spec.llm_concurrency)
 
 
-def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | None = None, name: str | None = None,
-            client: HttpClient | None = None) -> KG:
-    """A `KG` from the parsed options (the demo Wikidata KG when no endpoint is given).
-
-    Pass the run's shared `HttpClient` as `client` when opening several KGs (one politeness domain per
-    host); without one the KG gets its own client, closed with it.
-    """
+def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | None = None,
+            name: str | None = None) -> KG:
+    """The one KG of a one-KG command (`KG.open`'s one-KG session: its own client and response cache, closed
+    with it) from the parsed options (the demo Wikidata KG when no endpoint is given)."""
     from ..config import open_endpoint
     from ..data import default_endpoint
 
     dialect = dialect or getattr(args, "dialect", None)
     spec = spec or args.endpoint or default_endpoint(dialect)
     return open_endpoint(spec, name=name, dialect=dialect, partial=getattr(args, "partial", None),
-                         http=http_options(args), cache=cache_options(args), client=client,
+                         http=http_options(args), cache=cache_options(args),
                          fallbacks=tuple(getattr(args, "fallback", None) or ()))
-
-
-def open_client(args: argparse.Namespace) -> HttpClient:
-    """The one `HttpClient` of a command or run, from --user-agent/--contact/--timeout/--concurrency."""
-    from ...endpoints.client import HttpClient
-
-    return HttpClient.from_options(http_options(args))
 
 
 EXAMPLE_NAMES = {"--view": "view.html", "--dot": "view.dot", "--rdf": "subgraph.trig", "--costs": "costs.json"}  # else: predictions

@@ -27,7 +27,7 @@ from typing import Any
 from ...sparql.dialects import DIALECTS
 from ...cache.costs import hop_floor
 from ...sparql.errors import KgfedError
-from ..config import CacheOptions, HttpOptions, KGSpec, kg_specs
+from ..config import CacheOptions, HttpOptions, KGSpec, SessionSpec, kg_specs
 from ..session import Session
 from .datasets import Question
 from .evaluate import NULL_ANSWER, Prediction
@@ -103,6 +103,13 @@ class RunSpec:
             embeddings = str(spec.directory("embeddings")) if spec.local else None
         return replace(self, cache=cache, embeddings_dir=embeddings)
 
+    def session_spec(self) -> SessionSpec:
+        """The run's `SessionSpec`, built here and nowhere else (the runtime, the topic check, the option check,
+        each worker process and Ray actor open a `Session` of it): KGs, HTTP, cache, LLM, text, embeddings."""
+        embeddings = self.embeddings_dir or (None if self.cache.enabled else False)
+        return SessionSpec(kgs=self.kgs, http=self.http, cache=self.cache, llm=self.llm,
+                           llm_concurrency=self.llm_concurrency, text=self.text, embeddings=embeddings)
+
 
 
 def method_class(name: str):
@@ -121,16 +128,14 @@ class Runtime(Session):
     """
 
     def __init__(self, spec: RunSpec):
-        self.spec = spec.resolved()
-        super().__init__(kgs=self.spec.kgs, http=self.spec.http, cache=self.spec.cache,
-                         llm=self.spec.llm, llm_concurrency=self.spec.llm_concurrency, text=self.spec.text,
-                         embeddings=self.spec.embeddings_dir or (None if self.spec.cache.enabled else False))
+        self.run_spec = spec.resolved()
+        super().__init__(self.run_spec.session_spec())
 
     async def __aenter__(self) -> Runtime:
-        cls = method_class(self.spec.method)
+        cls = method_class(self.run_spec.method)
         if hasattr(cls, "resolve"):  # a misspelt --param fails before any KG, LLM or model is opened
-            cls.resolve(self.spec.params)
-        if self.spec.llm == "none":
+            cls.resolve(self.run_spec.params)
+        if self.run_spec.llm == "none":
             from ..toolbox.embeddings import missing_extra
 
             missing = missing_extra()
@@ -143,9 +148,9 @@ class Runtime(Session):
             self._preload()
             text = self.text
             try:
-                self.method = cls(self.kgs, llm, embedder=embedder, text=text, **self.spec.params)
+                self.method = cls(self.kgs, llm, embedder=embedder, text=text, **self.run_spec.params)
             except TypeError as exc:
-                raise KgfedError(f"method {self.spec.method!r} rejects its parameters ({exc}): check --param") from None
+                raise KgfedError(f"method {self.run_spec.method!r} rejects its parameters ({exc}): check --param") from None
         except BaseException:
             await self.aclose()
             raise
@@ -159,7 +164,7 @@ class Runtime(Session):
         0.1 s, which otherwise holds up the first questions while their look-ups wait in threads), the
         model id its cache keys are scoped by, and one read of every stored vector."""
         embedder = self.embedder
-        if embedder is None or self.spec.llm != "none" or ":" in self.spec.method:  # custom methods: on first use
+        if embedder is None or self.run_spec.llm != "none" or ":" in self.run_spec.method:  # custom methods: on first use
             return
         cache = embedder.cache
         if cache is None or len(cache) < PRELOAD_BELOW:
@@ -377,18 +382,13 @@ async def check_topics(kgs: Mapping[str, Any], questions: Sequence[Question], de
 
 
 async def _check_run_topics(spec: RunSpec, questions: Sequence[Question], runtime: Runtime | None = None) -> None:
-    """`check_topics` over the run's KGs (the runtime's, else opened for the check and closed)."""
-    from ..config import close_kgs, open_kgs
-
+    """`check_topics` over the run's KGs (the runtime's, else a session of the run's spec, opened for the check)."""
     demo = [s.name for s in spec.kgs if s.endpoint is None]
     if runtime is not None:
         await check_topics(runtime.kgs, questions, demo)
         return
-    kgs = open_kgs(list(spec.kgs), http=spec.http, cache=spec.cache)
-    try:
-        await check_topics(kgs, questions, demo)
-    finally:
-        await close_kgs(kgs)
+    async with Session(spec.session_spec()) as session:
+        await check_topics(session.kgs, questions, demo)
 
 
 def select_questions(questions: Sequence[Question], *, limit: int | None = None, sample: int | None = None,
@@ -495,13 +495,11 @@ _RAY_ADDRESS = re.compile(r"(auto|local|(ray://)?[A-Za-z0-9_.\-]+:\d{1,5})")
 async def check_options(spec: RunSpec, *, use_ray: bool = False, ray_address: str | None = None) -> None:
     """Every option of a run, checked before its output is read or any question answered: the method and
     its parameters, each KG's endpoint and --fallback (opened and closed: nothing is sent), --ray."""
-    from ..config import close_kgs, open_kgs
-
     cls = method_class(spec.method)
     if hasattr(cls, "resolve"):
         cls.resolve(spec.params)
-    kgs = open_kgs(list(spec.kgs), http=spec.http, cache=replace(spec.cache, enabled=False))
-    await close_kgs(kgs)
+    async with Session(SessionSpec(kgs=spec.kgs, http=spec.http, cache=replace(spec.cache, enabled=False))):
+        pass  # each KG's endpoint and fallbacks opened (nothing sent) and closed
     if use_ray:
         import importlib.util
 

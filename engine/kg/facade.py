@@ -110,6 +110,12 @@ def _fallback_endpoint(item: str, dialect: Dialect, client: HttpClient, kg: str,
 _REMOVED_OPEN = ("client", "user_agent", "timeout", "concurrency", "cache_dir", "offline", "refresh", "max_age")
 
 
+def response_cache(cache: CacheOptions) -> ResponseCache | None:
+    """The response cache `cache` describes (None with the cache off): the one place kgfed makes one, for a KG
+    opened alone (`KG.open`) or for the KGs of a run to share (`config.open_kgs`)."""
+    return ResponseCache(cache.root) if cache.enabled else None
+
+
 def _refuse_removed_options(options: dict) -> None:
     """A one-line error for KG.open's 0.2 keywords (docs/migration.md)."""
     given = [k for k in _REMOVED_OPEN if k in options]
@@ -185,12 +191,13 @@ class KG(Capabilities):
         cache: CacheOptions | ResponseCache | bool | None = True,
         fallbacks: Sequence[str] = (),
         query_memory_mb: int | None = None,
+        store: ResponseCache | None = None,
         **options,
     ) -> KG:
         """A KG for an endpoint spec (`wikidata`, `qlever-freebase`, `file:kg.nt`, a URL + dialect).
 
         `http`: the run's shared `HttpClient` (used, left open), or `HttpOptions` (timeout, contact,
-        concurrency) for a client the KG builds with `HttpClient.from_options` and closes; default
+        concurrency) for a client the KG builds (`HttpOptions.client`) and closes; default
         `HttpOptions()`. `cache`: `CacheOptions` (root, enabled, offline, refresh, max_age: None is the
         endpoint's default, a week for live public Wikidata endpoints and never stale for files, Freebase
         and local servers), a shared `ResponseCache` (left open), True (default: `CacheOptions()`), or
@@ -200,6 +207,8 @@ class KG(Capabilities):
         while the endpoint is down or keeps failing (each answer's `.source` names the endpoint that gave it).
         A caller's query on a file store (`select`) runs for at most the client's timeout with `query_memory_mb`
         MB on top of the store (None: `http`'s `query_memory_mb` when it is `HttpOptions`, else the default).
+        `store`: the run's shared response cache (`response_cache(cache)`, used and left open; the KGs of a
+        session share one), with `cache` (`CacheOptions`) still giving the offline/refresh/max-age policy.
 
         The keywords of 0.2 (`cache_dir`, `offline`, `refresh`, `max_age`, `user_agent`, `timeout`,
         `concurrency`, `client`) were removed in 0.3.0: a one-line error names their replacement.
@@ -207,16 +216,18 @@ class KG(Capabilities):
         _refuse_removed_options(options)
         if isinstance(http, HttpClient):
             client, owned = http, False
-        else:  # built here from HttpOptions: closed with the KG
-            client, owned = HttpClient.from_options(http or HttpOptions()), True
+        else:  # a one-KG session (as httpx.get opens a Client): built here from HttpOptions, closed with the KG
+            client, owned = (http or HttpOptions()).client(), True
         http_keys = {"default_graph", "partial", "timeout_ms", "max_rows", "post_threshold"}
         http_options = {k: options.pop(k) for k in list(options) if k in http_keys}
         endpoint, chosen = resolve_endpoint(spec, dialect=dialect, client=client, **http_options)
         backups = [_fallback_endpoint(item, chosen, client, name or spec, http_options) for item in fallbacks or ()]
         shared = cache if isinstance(cache, ResponseCache) else None  # the caller's store: used, left open
         cache = cache if isinstance(cache, CacheOptions) else CacheOptions(enabled=cache is True or shared is not None)
+        if store is not None and cache.enabled:
+            shared = store
         own_cache = shared is None and cache.enabled
-        store = shared if shared is not None else ResponseCache(cache.root) if own_cache else None
+        store = shared if shared is not None else response_cache(cache)
         max_age: float | str = "auto" if cache.max_age is None else cache.max_age
         if query_memory_mb is None:
             query_memory_mb = (http if isinstance(http, HttpOptions) else HttpOptions()).query_memory_mb

@@ -1,6 +1,6 @@
 """Context retrieval for hybrid KG + text reasoning (ToG-2, HydraRAG): entities → pages → ranked passages.
 
-    async with Session(kgs=[KGSpec("wikidata", "wikidata")], text="wikipedia") as session:   # kgfed.engine.session
+    async with Session(SessionSpec(kgs=(KGSpec("wikidata", "wikidata"),), text="wikipedia")) as session:  # engine.session
         passages = await retrieve_context("Where did Douglas Adams study?", ["Q42"], kg=session.kgs["wikidata"],
                                           text_source=session.text, embedder=session.embedder)
     edges = passage_edges(passages)          # HydraRAG text edges with source reliability rho
@@ -119,7 +119,7 @@ def open_text_source(
 
         if client is None:
             raise TypeError("open_text_source('wikipedia') needs the run's HttpClient: pass client= (a session's "
-                            "`client`, or HttpClient.from_options(HttpOptions()))")
+                            "`client`, or HttpOptions().client())")
         if cache and store is None:
             store = open_failsafe(cache_dir, "text", size_limit=TEXT_STORE_LIMIT)
         # a store that fails (a full disk) is one warning and then off: the pages asked for are still returned

@@ -148,12 +148,12 @@ class OpenAICompatibleLLM(LLM):
             self._client.set_limit(self.host, max(concurrency, self._client.limit_for(self.host)))
 
     def _http(self):
-        if self._client is None:
-            from ...endpoints.client import HttpClient
+        if self._client is None:  # used outside a session (which hands in its client): a client of its own
             from ...endpoints.options import DEFAULT_PER_HOST, HttpOptions
 
-            self._client = HttpClient.from_options(HttpOptions(timeout=self.timeout, retries=self.retries,
-                                                               per_host=max(DEFAULT_PER_HOST, self.gate.concurrency or 0)))
+            options = HttpOptions(timeout=self.timeout, retries=self.retries,
+                                  per_host=max(DEFAULT_PER_HOST, self.gate.concurrency or 0))
+            self._client = options.client()
         return self._client
 
     def _headers(self) -> dict[str, str]:
