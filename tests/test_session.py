@@ -226,3 +226,76 @@ async def test_the_kgs_of_a_session_share_one_response_cache_closed_with_them(tm
         sent = wd.stats["sent"] + fb.stats["sent"]
     assert shared._closed  # flushed and closed after the KGs
     assert len(ResponseCache(tmp_path)) == sent >= 2  # every answer of both KGs stored in the one cache
+
+
+async def test_the_kgs_of_a_session_share_its_one_response_cache_closed_after_them(tmp_path):
+    """One `ResponseCache` per session (before, each KG opened its own over the same root)."""
+    kgs = [KGSpec("wikidata", f"file:{need(DEMO_WIKIDATA)}"), KGSpec("freebase")]
+    async with Session(SessionSpec(kgs=kgs, cache=CacheOptions(root=str(tmp_path)))) as session:
+        responses = session.kgs["wikidata"].endpoint.cache
+        assert responses is not None and session.kgs["freebase"].endpoint.cache is responses
+        assert (await session.kgs["wikidata"].labels(["Q42"]))["Q42"].label == "Douglas Adams"
+        added = session.add_kg(KGSpec("wd2", f"file:{need(DEMO_WIKIDATA)}"))
+        assert added.endpoint.cache is responses  # a KG added later borrows it too
+        assert not responses._closed
+    assert responses._closed  # closed once, by the session, after its KGs
+
+
+async def test_kg_open_alone_is_a_one_kg_session_that_owns_its_client_and_cache(tmp_path):
+    from kgfed.engine.kg.facade import KG
+
+    async with KG.open(f"file:{need(DEMO_WIKIDATA)}", cache=CacheOptions(root=str(tmp_path))) as kg:
+        responses, client = kg.endpoint.cache, kg._client
+        assert responses is not None and client is not None  # its own, built through the one builders
+    assert responses._closed and client.closed
+
+
+def test_the_session_spec_is_frozen_picklable_and_checked_in_one_line():
+    import dataclasses
+    import pickle
+
+    spec = SessionSpec(kgs=[KGSpec("wikidata", "wikidata")], http=HttpOptions(timeout=9, query_memory_mb=200))
+    assert spec.kgs == (KGSpec("wikidata", "wikidata"),) and pickle.loads(pickle.dumps(spec)) == spec
+    assert (spec.query_bounds.timeout, spec.query_bounds.memory_mb) == (9.0, 200)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.http = HttpOptions()  # type: ignore[misc]
+    for bad, message in ((lambda: SessionSpec(http={"timeout": 5}), "got dict where HttpOptions belongs"),  # type: ignore[arg-type]
+                         (lambda: SessionSpec(kgs=KGSpec("wikidata")), "tuple of KGSpec"),  # type: ignore[arg-type]
+                         (lambda: SessionSpec(kgs=(KGSpec("a", "file:x.nt"), KGSpec("a", "file:y.nt"))), "named twice"),
+                         (lambda: Session({"kgs": ()}), "Session takes a SessionSpec, not dict")):  # type: ignore[arg-type]
+        with pytest.raises(KgfedError, match=message) as caught:
+            bad()
+        assert "\n" not in str(caught.value)
+
+
+def test_kg_names_checks_the_kgs_and_leaves_the_parsed_options_as_they_were():
+    """Before, `kg_names` folded --dialect into --kg/--endpoint by writing strings back into `args`."""
+    import argparse
+
+    from kgfed.engine.cli.federation import kg_names
+    from kgfed.engine.cli.options import session_spec
+
+    args = argparse.Namespace(kg=None, endpoint=["fb=file:fb.nt"], dialect="freebase", partial=None, fallback=None)
+    assert kg_names(args) == ["fb"]
+    assert (args.kg, args.endpoint, args.dialect) == (None, ["fb=file:fb.nt"], "freebase")
+    assert session_spec(args).kgs == (KGSpec("fb", "file:fb.nt", "freebase"),)
+
+
+async def test_the_runs_topic_and_option_checks_open_a_session_of_the_run_spec(monkeypatch):
+    """The multi-worker topic check and the option check go through a Session (before, `open_kgs` each)."""
+    from kgfed.engine.harness.datasets import Question
+    from kgfed.engine.harness.runner import RunSpec, _check_run_topics, check_options
+
+    opened: list[Session] = []
+    real_open = Session.open
+
+    def spy(self: Session) -> Session:
+        opened.append(self)
+        return real_open(self)
+
+    monkeypatch.setattr(Session, "open", spy)
+    spec = RunSpec("tog", kgs=(KGSpec("wikidata", f"file:{need(DEMO_WIKIDATA)}"),), cache=CacheOptions(enabled=False))
+    await check_options(spec)
+    await _check_run_topics(spec, [Question("q1", "who is Douglas Adams?", {"wikidata": {"Q42": "Douglas Adams"}}, [])])
+    assert [s.spec.kgs for s in opened] == [spec.kgs, spec.kgs] and all(s._closed for s in opened)
+    assert opened[1].spec == spec.session_spec()

@@ -65,20 +65,23 @@ async def diagnose(args: argparse.Namespace, http: HttpOptions | None = None) ->
     from ...endpoints.http import HttpEndpoint
     from ...endpoints.profiles import PROFILES
     from ...endpoints.profiles import with_default_graph
-    from ..config import CacheOptions, open_endpoint
+    from ..config import CacheOptions, KGSpec, SessionSpec
     from ..kg.facade import KG
+    from ..session import Session
 
     spec = with_default_graph(args.spec, getattr(args, "graph", None))
     report = Report(spec)
     options = http if http is not None else HttpOptions()
     wanted = args.dialect or (PROFILES[spec].dialect if spec in PROFILES else None)
-    try:  # a URL needs some dialect to open; the data decides below
-        opened = open_endpoint(spec, dialect=wanted or (None if spec.startswith("file:") else "freebase"),
-                               partial=getattr(args, "partial", None), http=options, cache=CacheOptions(enabled=False))
+    try:  # a session of the one KG, uncached; a URL needs some dialect to open: the data decides below
+        kg_spec = KGSpec("doctor", spec, wanted or (None if spec.startswith("file:") else "freebase"),
+                         partial=getattr(args, "partial", None))
+        session = Session(SessionSpec(kgs=(kg_spec,), http=options, cache=CacheOptions(enabled=False))).open()
     except KgfedError as exc:
         report.add("reachable", "fail", str(exc))
         return _finish(report, None)
-    async with opened as base:
+    async with session:
+        base = session.kgs["doctor"]
         endpoint = base.endpoint.inner
         served = endpoint if isinstance(endpoint, HttpEndpoint) else None  # None: an embedded store
         if served is None and not args.dialect:  # a file's dialect as kgfed guessed it
