@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import cast
 
 from kgfed.cache.options import CacheOptions
+from kgfed.endpoints.options import HttpOptions
 from kgfed.engine.kg import KG
 from kgfed.sparql.dialects import NS, RelationFilter
 from kgfed.sparql.rewrite import to_standard_sparql
@@ -127,7 +128,7 @@ async def kgfed_explore(url: str, topics: list[list[str]], width: int, depth: in
 
     mark("start")
     async with KG.open(url, dialect="freebase", cache=CacheOptions(root=str(cache_dir)), expand_cvt=False, relation_filter=TOG_FILTER,
-                       concurrency=64, batch_size=100) as kg:
+                       http=HttpOptions(concurrency=64), batch_size=100) as kg:
         mark("open")
         frontiers = [list(t) for t in topics]
         seen = [set(t) for t in topics]
