@@ -42,6 +42,11 @@ RECORDED: dict[str, list[tuple[str, int]]] = {
     "sog": [("{NULL}", 3), ("{NULL}", 3), ("{NULL}", 4), ("{NULL}", 3), ("{NULL}", 3)],
     # kg-r1: get_entities_out with a guessed relation (none found), then answer([]); once the topic entity itself
     "kg-r1": [("{NULL}", 2), ("{NULL}", 2), ("{NULL}", 2), ("{NULL}", 2), ("{Paul Ryan}", 3)],
+    # wmde (5 federation questions, Wikidata alone): get_statements of the topic item, then sentences as answers
+    "wmde": [("{NULL}", 3), ("{NULL}", 3),
+             ("{Nick Cannon (Q348533) plays in the movie 'The Fast and the Furious' (Q11401) and the movie "
+              "'Fast and Furious 2' (Q28389).}", 2),
+             ("{David Beckham (Q10520) plays association football (Q2736)}", 2), ("{NULL}", 3)],
 }
 
 
