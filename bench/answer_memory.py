@@ -13,6 +13,7 @@ answer at once while 1-hop `relations` calls run meanwhile. Printed: each outcom
 1-hop latencies during the big calls, and the peak RSS of the server's process tree (sampled every 0.1 s).
 
     python -m bench.answer_memory                       # --timeout 10
+    python -m bench.answer_memory --file-store          # the two big calls on a 240 MB file store
     python -m bench.answer_memory --json bench/out/answer_memory.json
 """
 from __future__ import annotations
@@ -156,12 +157,81 @@ async def measure(timeout: float) -> dict:
     return out
 
 
+async def measure_file_store(timeout: float, folder: Path) -> dict:
+    """The two big `sparql` calls on a file store of 200 literals of 1.2 MB (the store in the server for the 1-hop
+    templates, and once in each of the two query workers)."""
+    from mcp import Client
+
+    from tests.test_bounded_mcp import tree_rss_mb
+
+    data = folder / "big.nt"
+    value = "x" * BIG_VALUE
+    with data.open("w", encoding="utf-8") as out:
+        for i in range(BIG_ROWS):
+            out.write(f'<{FB}m.0big{i}> <{FB}common.topic.description> "{value}{i}" .\n'
+                      f'<{FB}m.0big{i}> <{FB}type.object.name> "big {i}"@en .\n')
+    query = f"SELECT ?d WHERE {{ ?s <{FB}common.topic.description> ?d }}"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "kgfed"), "mcp", "--transport", "http", "--port", str(port),
+                             "--kg", "freebase", "--endpoint", f"freebase=file:{data}", "--timeout", str(timeout),
+                             "--no-cache"], cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak, done = [0.0], asyncio.Event()
+    try:
+        for _ in range(600):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+        async def watch() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], tree_rss_mb(proc.pid))
+                await asyncio.sleep(0.1)
+
+        watcher = asyncio.create_task(watch())
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            await client.call_tool("relations", {"entity": "m.0big1", "direction": "out"})  # the server's own copy
+            await client.call_tool("sparql", {"query": "ASK { ?s ?p ?o }"})  # the workers' copies
+            await asyncio.sleep(2)
+            loaded = tree_rss_mb(proc.pid)
+
+            async def big() -> tuple[float, str]:
+                began = time.monotonic()
+                result = await client.call_tool("sparql", {"query": query})
+                return round(time.monotonic() - began, 2), _first(result)
+
+            calls = [asyncio.create_task(big()) for _ in range(2)]
+            hops = []
+            while not all(c.done() for c in calls):
+                began = time.monotonic()
+                await client.call_tool("relations", {"entity": "m.0big2", "direction": "out"})
+                hops.append(round(time.monotonic() - began, 3))
+                await asyncio.sleep(0.05)
+        done.set()
+        await watcher
+        return {"loaded_tree_mb": round(loaded), "peak_tree_mb": round(peak[0]), "calls": [c.result() for c in calls],
+                "one_hop_max": max(hops) if hops else None}
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--file-store", action="store_true", help="the big calls on a file store instead (240 MB)")
     args = parser.parse_args()
-    result = asyncio.run(measure(args.timeout))
+    if args.file_store:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            result = asyncio.run(measure_file_store(args.timeout, Path(folder)))
+    else:
+        result = asyncio.run(measure(args.timeout))
     print(json.dumps(result, indent=1))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
