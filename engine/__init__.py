@@ -21,6 +21,7 @@ _LAZY: dict[str, str] = {
     "KG": "kgfed.engine.kg.facade",
     "SyncKG": "kgfed.engine.kg.sync",
     "Session": "kgfed.engine.session",
+    "SessionSpec": "kgfed.engine.config",
     "KGSpec": "kgfed.engine.config",
     "HttpOptions": "kgfed.engine.config",
     "CacheOptions": "kgfed.engine.config",
@@ -32,11 +33,11 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = ["__version__", "AlignOptions", "CacheOptions", "HttpOptions", "KG", "KGSpec", "KgfedError", "RunSpec", "Session",
-           "SyncKG", "get_method", "make_llm"]
+           "SessionSpec", "SyncKG", "get_method", "make_llm"]
 
 if TYPE_CHECKING:
     from ..sparql.errors import KgfedError
-    from .config import AlignOptions, CacheOptions, HttpOptions, KGSpec
+    from .config import AlignOptions, CacheOptions, HttpOptions, KGSpec, SessionSpec
     from .harness.runner import RunSpec
     from .kg.facade import KG
     from .kg.sync import SyncKG
