@@ -88,8 +88,9 @@ def test_the_map_covers_every_package():
 def test_imports_go_one_way(path):
     here = package_of(module_name(path))
     if here in ("engine.cli", "engine"):
-        return  # the CLI sits on top; engine/__init__ is empty
-    wrong = sorted(m for m in imports(path) if package_of(m) not in ALLOWED[here] | {here})
+        return  # the CLI sits on top; engine/__init__ imports nothing (its front door's names are lazy)
+    # `kgfed.engine.__version__` is a constant of the package root, which imports nothing: any engine module may read it
+    wrong = sorted(m for m in imports(path) if package_of(m) not in ALLOWED[here] | {here} and m != "kgfed.engine.__version__")
     assert not wrong, f"{here} must not import {wrong} (see the layers in docs/ARCHITECTURE.md)"
 
 
