@@ -30,7 +30,7 @@ from ...endpoints.options import DEFAULT_QUERY_MEMORY_MB
 from ...sparql.errors import KgfedError
 from ...sparql.guard import ServicePolicy, analyse
 from ..agent.tools import PROFILES, TOOL_PROFILES, ToolContext, ToolError, ToolProfile
-from ..config import CacheOptions, HttpOptions, KGSpec
+from ..config import CacheOptions, HttpOptions, KGSpec, SessionSpec
 from ..session import Session
 from .coalesce import CoalescingKG
 from .record import Recorder, Replayer, chain_key, start_key
@@ -114,17 +114,9 @@ def guard(query: str, kg: Any) -> str:
 
 def open_session(kgs: Any, http: HttpOptions | None = None, cache: CacheOptions | None = None, *, llm: Any = "none",
                  transport: Any = None) -> Session:
-    """A `Session` over `kgs` (opened), whether this kgfed builds it from a `SessionSpec` or from keywords."""
-    from .. import config
-
-    spec_class: Any = getattr(config, "SessionSpec", None)
-    make: Any = Session
-    parts = {"kgs": tuple(kgs), "http": http or HttpOptions(), "cache": cache or CacheOptions(), "llm": llm}
-    if spec_class is not None:
-        session = make(spec_class(**parts), transport=transport)
-    else:
-        session = make(**parts, transport=transport)
-    return session.open()
+    """A `Session` over `kgs` (opened): the one place `kgfed serve` builds its `SessionSpec`."""
+    spec = SessionSpec(kgs=tuple(kgs), http=http or HttpOptions(), cache=cache or CacheOptions(), llm=llm)
+    return Session(spec, transport=transport).open()
 
 
 class ToolServer:
