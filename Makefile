@@ -22,7 +22,7 @@ $(VENV)/.core: pyproject.toml requirements.lock engine/__init__.py | $(BIN)/pyth
 # everything the test-suite exercises: embeddings (CPU torch first), LLM SDK, text, dev tools, the docs site
 $(VENV)/.dev: pyproject.toml requirements.lock $(VENV)/.core
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -c requirements.lock -e '.[embeddings,llm,text,dev,docs]'
+	$(BIN)/pip install -q -c requirements.lock -e '.[embeddings,llm,text,dev,docs,train]'  # train: ~80 s (docs/serve.md)
 	touch $@
 
 demo: $(VENV)/.core
