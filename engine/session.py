@@ -197,6 +197,27 @@ class Session:
         self.kgs[spec.name] = kg
         return kg
 
+    def add_endpoint(self, endpoint: str, *, dialect: str | None = None, name: str | None = None,
+                     partial: str | None = None, fallbacks: Sequence[str] = ()):
+        """Open one more KG from an endpoint spec (a one-KG command's `--endpoint`/`--dialect`: `name` None is the
+        dialect's name, a file's as sniffed) over the session's client and response cache (closed with it)."""
+        from .config import open_endpoint
+
+        self._check_open()
+        kg = open_endpoint(endpoint, name=name, dialect=dialect, partial=partial, http=self.http, cache=self.cache,
+                           client=self.client, fallbacks=tuple(fallbacks), store=self._responses)
+        if kg.name in self.kgs:
+            self._close_later(kg)
+            raise KgfedError(f"KG named twice ({kg.name}): give each KG once")
+        self.kgs[kg.name] = kg
+        return kg
+
+    def _close_later(self, kg: Any) -> None:
+        try:
+            asyncio.get_running_loop().create_task(kg.aclose())
+        except RuntimeError:
+            asyncio.run(kg.aclose())
+
     def store(self, kind: str, **options: Any) -> Store:
         """The cache root's store of `kind` (`alignments`, `text`, `embeddings`, `documents`, ...), opened once
         (`options`, e.g. `size_limit`, apply when it is opened: `cache.root.open_store`). It fails as the

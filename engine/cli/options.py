@@ -12,7 +12,7 @@ the library takes frozen value objects. The translation happens here and nowhere
       -> run_spec(args)       RunSpec        (the session spec's parts, plus --method, --param)
 
 A command opens one `Session(session_spec(args))` (`kgfed.engine.session`), the only thing that builds the
-run's HTTP client, response cache and KGs; a one-KG command's `open_kg(args)` is `KG.open`'s one-KG session.
+run's HTTP client, response cache and KGs; a one-KG command's `open_kg(args)` is a session of that one KG.
 
 so adding an option is: its `add_argument` here (or in its command's module), its field on the value
 object with the default written once there, and one keyword in the function above. Every numeric
@@ -36,10 +36,11 @@ from ..config import AlignOptions, KGSpec, SessionSpec
 
 if TYPE_CHECKING:
     from ..harness.runner import RunSpec
+    from ..session import Session
     from ..kg.facade import KG
 
 __all__ = ["add_source_options", "add_cache_options", "add_query_memory_option", "query_memory", "http_options", "cache_options", "align_options", "session_spec",
-           "run_spec", "open_kg", "check_writable", "check_numbers", "positive_int", "nonnegative_int",
+           "run_spec", "open_kg", "OneKG", "check_writable", "check_numbers", "positive_int", "nonnegative_int",
            "positive_float", "fraction", "port"]
 
 _ALIGN = AlignOptions()  # the alignment defaults, written once in AlignOptions
@@ -227,17 +228,38 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
 
 
 def open_kg(args: argparse.Namespace, spec: str | None = None, dialect: str | None = None,
-            name: str | None = None) -> KG:
-    """The one KG of a one-KG command (`KG.open`'s one-KG session: its own client and response cache, closed
-    with it) from the parsed options (the demo Wikidata KG when no endpoint is given)."""
-    from ..config import open_endpoint
+            name: str | None = None) -> OneKG:
+    """`async with open_kg(args) as kg`: the one KG of a one-KG command (the demo Wikidata KG when no endpoint is
+    given) in a `Session` of the command's options (`session_spec(args)`), closed with it."""
     from ..data import default_endpoint
 
     dialect = dialect or getattr(args, "dialect", None)
-    spec = spec or args.endpoint or default_endpoint(dialect)
-    return open_endpoint(spec, name=name, dialect=dialect, partial=getattr(args, "partial", None),
-                         http=http_options(args), cache=cache_options(args),
-                         fallbacks=tuple(getattr(args, "fallback", None) or ()))
+    endpoint = spec or args.endpoint or default_endpoint(dialect)
+    return OneKG(session_spec(args, kgs=(), llm="none", text=None), endpoint, dialect=dialect, name=name,
+                 partial=getattr(args, "partial", None), fallbacks=tuple(getattr(args, "fallback", None) or ()))
+
+
+class OneKG:
+    """A session of one KG (`Session.add_endpoint`): entered, it opens the session and gives the KG; left, it
+    closes the session (the KG, its response cache and the client)."""
+
+    def __init__(self, spec: SessionSpec, endpoint: str, **kg: Any):
+        self.spec, self.endpoint, self.kg = spec, endpoint, kg
+        self.session: Session | None = None
+
+    async def __aenter__(self) -> KG:
+        from ..session import Session
+
+        self.session = Session(self.spec).open()
+        try:
+            return self.session.add_endpoint(self.endpoint, **self.kg)
+        except BaseException:
+            await self.session.aclose()
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.session is not None:
+            await self.session.aclose()
 
 
 EXAMPLE_NAMES = {"--view": "view.html", "--dot": "view.dot", "--rdf": "subgraph.trig", "--costs": "costs.json"}  # else: predictions
