@@ -47,6 +47,11 @@ RECORDED: dict[str, list[tuple[str, int]]] = {
              ("{Nick Cannon (Q348533) plays in the movie 'The Fast and the Furious' (Q11401) and the movie "
               "'Fast and Furious 2' (Q28389).}", 2),
              ("{David Beckham (Q10520) plays association football (Q2736)}", 2), ("{NULL}", 3)],
+    # graphwalker: get_relations, get_triples, then the names the triples showed (Guatemala among them)
+    "graphwalker": [("{Panama; Honduras; Guatemala; El Salvador; Costa Rica}", 3),
+                    ("{Pittsburgh Steelers; 2011 AFC Championship Game}", 3),
+                    ("{Ratty Nepalese; Indiana Jones and the Raiders of the Lost Ark}", 3), ("{Angelina Jolie}", 2),
+                    ("{NULL}", 6)],
 }
 
 
