@@ -12,9 +12,11 @@ most `retries` times. Only the URL given is ever reached. `AsyncServeClient` is 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,7 +95,7 @@ class ServeClient:
         return self._json("POST", "/v1/rollouts", data)
 
     def release(self, rollout_id: str) -> dict[str, Any]:
-        return self._json("DELETE", f"/v1/rollouts/{urllib.request.quote(rollout_id, safe='')}")
+        return self._json("DELETE", f"/v1/rollouts/{urllib.parse.quote(rollout_id, safe='')}")
 
     def call(self, tool: str, arguments: Any, *, rollout_id: str | None = None, profile: str | None = None) -> Reply:
         data = {"profile": profile, "tool": tool, "arguments": arguments, "rollout_id": rollout_id}
@@ -104,6 +106,18 @@ class ServeClient:
                 continue
             return _reply(status, body)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _settle(future: asyncio.Future[tuple[int, bytes]], done: asyncio.Future[tuple[int, bytes]]) -> None:
+    """`future` takes the outcome of `done` (a call sent again alone)."""
+    if future.done():
+        return
+    if done.cancelled():
+        future.cancel()
+    elif done.exception() is not None:
+        future.set_exception(done.exception())  # type: ignore[arg-type]
+    else:
+        future.set_result(done.result())
 
 
 class AsyncServeClient:
@@ -207,7 +221,6 @@ class AsyncServeClient:
         for (item, future), result in zip(pending, results):
             if result["status"] == 429:  # busy: this call alone, after its Retry-After (request() retries)
                 retry = asyncio.ensure_future(self.request("POST", "/v1/call", item))
-                retry.add_done_callback(lambda done, f=future: f.done() or (f.set_exception(done.exception())
-                                                                              if done.exception() else f.set_result(done.result())))
+                retry.add_done_callback(functools.partial(_settle, future))
             elif not future.done():
                 future.set_result((result["status"], body_text(result["body"]).encode()))

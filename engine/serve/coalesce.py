@@ -21,6 +21,7 @@ does not depend on which batch the first one fell into; a partial answer is neve
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Sequence
@@ -126,7 +127,7 @@ class CoalescingKG:
             return answer
         window = self._relations.get(direction)
         if window is None:
-            window = self._relations[direction] = _Window(self.window, lambda keys, d=direction: self._flush_relations(keys, d),
+            window = self._relations[direction] = _Window(self.window, functools.partial(self._flush_relations, direction=direction),
                                                           self.coalesce_stats)
         return await window.get(entity)
 

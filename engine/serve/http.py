@@ -90,8 +90,10 @@ async def _body(request: web.Request) -> dict[str, Any]:
         raise ServeError(f"request body over {MAX_BODY} bytes", 413) from None
     try:
         data = json.loads(raw or b"{}")
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ServeError(f"the body is not JSON ({exc.msg} at character {exc.pos}): send a JSON object") from None
+    except ValueError:  # not UTF-8
+        raise ServeError("the body is not JSON (not UTF-8 text): send a JSON object") from None
     if not isinstance(data, dict):
         raise ServeError(f"the body must be a JSON object, got {type(data).__name__}")
     return data

@@ -126,7 +126,7 @@ def start_replicas(options: ServeOptions, replicas: int = 2, *, nodes: list[str]
     if replicas < 1:
         raise KgfedError(f"replicas {replicas}: give 1 or more")
     options = dataclasses.replace(options, port=0)
-    actor_class = ray.remote(num_cpus=num_cpus)(_Replica)
+    actor_class: Any = ray.remote(num_cpus=num_cpus)(_Replica)
     actors = []
     for i in range(replicas):
         chosen = actor_class
