@@ -37,11 +37,12 @@ class Reply:
     body: bytes = field(default=b"", repr=False)
 
 
-def _reply(status: int, body: bytes) -> Reply:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return Reply(f"error: the server answered {status} with no JSON", True, status, body=body)
+def _reply(status: int, body: bytes, data: Any = None) -> Reply:
+    if data is None:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return Reply(f"error: the server answered {status} with no JSON", True, status, body=body)
     if status == 200 and isinstance(data, dict) and "text" in data:
         return Reply(str(data["text"]), False, 200, data.get("answer"), body)
     message = data.get("error", "error") if isinstance(data, dict) else "error"
@@ -108,7 +109,7 @@ class ServeClient:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _settle(future: asyncio.Future[tuple[int, bytes]], done: asyncio.Future[tuple[int, bytes]]) -> None:
+def _settle(future: asyncio.Future[Reply], done: asyncio.Future[tuple[int, bytes]]) -> None:
     """`future` takes the outcome of `done` (a call sent again alone)."""
     if future.done():
         return
@@ -117,7 +118,7 @@ def _settle(future: asyncio.Future[tuple[int, bytes]], done: asyncio.Future[tupl
     elif done.exception() is not None:
         future.set_exception(done.exception())  # type: ignore[arg-type]
     else:
-        future.set_result(done.result())
+        future.set_result(_reply(*done.result()))
 
 
 class AsyncServeClient:
@@ -137,7 +138,7 @@ class AsyncServeClient:
         self.batch_window = batch_window
         self.max_batch = max(1, min(1024, max_batch))
         self._session: Any = None
-        self._pending: list[tuple[dict[str, Any], asyncio.Future[tuple[int, bytes]]]] = []
+        self._pending: list[tuple[dict[str, Any], asyncio.Future[Reply]]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._sending: set[asyncio.Task[None]] = set()
 
@@ -189,13 +190,13 @@ class AsyncServeClient:
         item = {"profile": profile, "tool": tool, "arguments": arguments, "rollout_id": rollout_id}
         if self.batch_window <= 0:
             return _reply(*await self.request("POST", "/v1/call", item))
-        future: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._pending.append((item, future))
         if len(self._pending) >= self.max_batch:
             self._flush()
         elif self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self.batch_window, self._flush)
-        return _reply(*await future)
+        return await future
 
     def _flush(self) -> None:
         if self._timer is not None:
@@ -207,7 +208,7 @@ class AsyncServeClient:
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
 
-    async def _send(self, pending: list[tuple[dict[str, Any], asyncio.Future[tuple[int, bytes]]]]) -> None:
+    async def _send(self, pending: list[tuple[dict[str, Any], asyncio.Future[Reply]]]) -> None:
         from .record import body_text
 
         try:
@@ -223,4 +224,4 @@ class AsyncServeClient:
                 retry = asyncio.ensure_future(self.request("POST", "/v1/call", item))
                 retry.add_done_callback(functools.partial(_settle, future))
             elif not future.done():
-                future.set_result((result["status"], body_text(result["body"]).encode()))
+                future.set_result(_reply(result["status"], body_text(result["body"]).encode(), result["body"]))
