@@ -6,18 +6,18 @@ import json
 import sys
 import time
 
-from ..data import default_endpoint
-
 
 async def run_demo(args: argparse.Namespace) -> int:
     """Relations, neighbours (incl. a Freebase CVT hop), labels and search on both demo KGs;
     a readable tour, or with --json one JSON document of the same lookups."""
-    from ..kg.facade import KG
-    from .options import cache_options
+    from ..config import KGSpec
+    from ..session import Session
+    from .options import session_spec
 
     started = time.perf_counter()
-    cache = cache_options(args)
-    async with KG.open(default_endpoint("wikidata"), cache=cache) as wd, KG.open(default_endpoint("freebase"), cache=cache) as fb:
+    kgs = (KGSpec("wikidata"), KGSpec("freebase"))  # each the bundled demo KG of its dialect
+    async with Session(session_spec(args, kgs=kgs, llm="none", text=None)) as session:
+        wd, fb = session.kgs["wikidata"], session.kgs["freebase"]
         label = (await wd.labels(["Q42"]))["Q42"]
         wd_relations = await wd.relations("Q42", "out")
         wd_edges = [edge for prop in ("P69", "P800") for edge in await wd.neighbors("Q42", prop)]
