@@ -288,6 +288,8 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 sent = got["stats"]["kgs"]["freebase"].get("sent", 0) - before
                 rows.append(summary("kgfed serve", phase, got, sent, vm(proc.pid, "VmHWM"),
                                     got["stats"]["calls"].get("calls", 0)))
+                rows[-1]["http_requests"] = got["stats"]["calls"].get("batches", 0) + got["stats"]["calls"].get("rollouts", 0) \
+                    if args.batch_ms else None  # batches and rollout starts, cumulative
                 print(json.dumps(rows[-1]), file=sys.stderr)
         finally:
             proc.send_signal(signal.SIGINT)
