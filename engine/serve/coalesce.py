@@ -102,7 +102,7 @@ class CoalescingKG:
     """A `KG` facade whose concurrent single calls are gathered (see the module docstring)."""
 
     def __init__(self, kg: Any, window: float = 0.002, *, guard: Guard | None = None, runner: Runner | None = None,
-                 memo_size: int = 65536, memo_seconds: float = 600.0):
+                 memo_size: int = 16384, memo_seconds: float = 600.0):
         self.inner = kg
         self.window = max(0.0, float(window))
         self.coalesce_stats: dict[str, int] = {}
