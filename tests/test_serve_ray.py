@@ -56,3 +56,49 @@ def test_replicas_on_ray_share_one_redis_cache_and_workers_on_actors_use_them(re
         replicas.stop()
     finally:
         ray.shutdown()
+
+
+def _rollout_on_serve(rollout_id: str) -> tuple[list[str], dict]:
+    """In a Ray task: one rollout through the handle of the Serve application its id picks."""
+
+    from kgfed.engine.serve.ray_serve import handle_for
+
+    handle = handle_for(rollout_id, 2)
+    handle.start.remote("kgfed", "Where was Douglas Adams educated?", {"Q42": "Douglas Adams"}, rollout_id).result()
+    out = [handle.call.remote("kgfed", tool, args, rollout_id).result() for tool, args in STEPS]
+    assert all(o["status"] == 200 for o in out), out
+    return [o["body"]["text"] for o in out], out[-1]["body"]["answer"]
+
+
+@pytest.mark.slow
+# ray.serve's own models use pydantic v1-style Field(update_type=...): a third-party warning at its import
+@pytest.mark.filterwarnings("ignore:Using extra keyword arguments on `Field` is deprecated:DeprecationWarning")
+def test_ray_serve_applications_answer_rollouts_from_ray_tasks(redis_root):
+    try:
+        import ray
+        from ray import serve
+    except ImportError:
+        pytest.skip("ray[serve] is not installed (pip install 'kgfed[train]'): the Serve deployment is untested here")
+    from kgfed.engine.serve.ray_replicas import _pick
+    from kgfed.engine.serve.ray_serve import run_apps
+    from kgfed.endpoints.servers import free_port
+
+    options = ServeOptions(kgs=(KGSpec("wikidata", f"file:{DEMO_WIKIDATA}"),), cache=CacheOptions(root=redis_root),
+                           profiles=("kgfed",))
+    ray.init(_node_ip_address="127.0.0.1", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        serve.start(http_options={"host": "127.0.0.1", "port": free_port()})
+        assert run_apps(options, 2) == ["kgfed-0", "kgfed-1"]
+        handle = serve.get_app_handle("kgfed-0")
+        tools = handle.tools.remote("kgfed").result()
+        assert [t["function"]["name"] for t in tools][:2] == ["search_entities", "relations"]
+        task = ray.remote(num_cpus=0)(_rollout_on_serve)
+        ids = [next(f"r{i}" for i in range(100) if _pick(f"r{i}", 2) == k) for k in (0, 1)]  # one on each application
+        first, second = ray.get([task.remote(ids[0]), task.remote(ids[1])])
+        assert first == second and "Q35794: University of Cambridge" in first[0][1] and "(Douglas Adams)" in first[0][0]
+        assert first[1] == {"names": ["University of Cambridge"], "ids": ["Q35794"]}
+        bad = handle.call.remote("kgfed", "relations", {"entity": 5}).result()
+        assert bad == {"status": 400, "body": {"error": "relations.entity: expected string, got integer", "status": 400}}
+        serve.shutdown()
+    finally:
+        ray.shutdown()
