@@ -2,7 +2,8 @@
 
 `core.ToolServer` (one `Session`, the profiles of `engine.agent`, rollouts, deadlines, admission), `coalesce`
 (concurrent single calls gathered into batched queries), `record` (replayable rollouts), `http` (aiohttp),
-`client` (what adapters and benchmarks call), `ray_serve` (replicas on Ray Serve sharing a `redis://` cache root),
+`client` (what adapters and benchmarks call), `ray_replicas` and `ray_serve` (replicas on Ray actors or Ray Serve
+sharing a `redis://` cache root, a rollout on the replica its id hashes to),
 `adapters` (a verl tool and a SkyRL-Gym environment; imported only when used).
 """
 from __future__ import annotations
