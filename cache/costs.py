@@ -45,7 +45,16 @@ _charging = threading.Lock()
 
 def charge(name: str, amount: int | float = 1) -> None:
     """Add `amount` to the current question's counter (no-op outside `track()`)."""
-    counter = _current.get()
+    charge_to(_current.get(), name, amount)
+
+
+def current_cost() -> Counter | None:
+    """The current question's counter (None outside `track()`), for `charge_to` from elsewhere."""
+    return _current.get()
+
+
+def charge_to(counter: Counter | None, name: str, amount: int | float = 1) -> None:
+    """Add `amount` to `counter` (a question's, from `current_cost`; None: nothing), from any thread."""
     if counter is not None:
         with _charging:  # the encoder charges from its threads
             counter[name] += amount  # type: ignore[assignment]  # seconds are float; typeshed types Counter values int
@@ -79,7 +88,8 @@ def kg_request() -> Iterator[None]:
     finally:
         counter.in_flight -= 1
         if counter.in_flight == 0:
-            counter["kg_wait_seconds"] = round(counter["kg_wait_seconds"] + time.perf_counter() - counter.round_started, 6)
+            waited = round(counter["kg_wait_seconds"] + time.perf_counter() - counter.round_started, 6)
+            counter["kg_wait_seconds"] = waited  # type: ignore[assignment]  # seconds are float (see charge_to)
 
 
 # -- the cost of a question as a headline (README's table, the run summary) ----------------------------------

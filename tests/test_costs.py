@@ -93,3 +93,45 @@ def test_a_runs_costs_file_and_summary_carry_its_work(tmp_path):
     assert per_question["dependent_rounds"] == round(sum(c.get("dependent_rounds", 0) for c in costs) / len(costs), 4)
     assert per_question["tokens_encoded"] > 0 and per_question["encoder_cpu_seconds"] > 0
     assert 50 < summary["peak_rss_mb"] < 2048
+
+
+def test_small_encodings_waiting_for_a_replica_share_passes_and_split_their_costs(monkeypatch):
+    """Three questions' one-text encodings, queued behind a busy encoder, run in one pass; each gets the bits it
+    gets alone and is charged its own texts and tokens, and its share of the pass (issue 39 item 3)."""
+    import threading
+    import time
+
+    import numpy as np
+
+    from kgfed.engine.toolbox import embeddings
+
+    texts = ["where was he born", "people.person.place_of_birth", "location.location.containedby"]
+    model = embeddings.load_model()
+    alone = [model.encode([t], batch_size=1, normalize_embeddings=True)[0] for t in texts]
+    pool = embeddings._replicas(None)
+    held = [pool.take()]
+    while (extra := pool.take(wait=False)) is not None:  # every replica busy: the encodings must wait
+        held.append(extra)
+    monkeypatch.setenv(embeddings.ENCODERS_ENV, str(pool.count))
+    results: dict[int, tuple] = {}
+
+    def question(k: int) -> None:
+        with track() as cost:
+            results[k] = (embeddings.encode_texts(None, [texts[k]]), cost)
+
+    threads = [threading.Thread(target=question, args=(k,)) for k in range(3)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while len(pool.waiting) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(pool.waiting) == 3
+    for replica in held:
+        pool.give(replica)
+    for thread in threads:
+        thread.join(30)
+    for k, (vectors, cost) in results.items():
+        assert np.array_equal(vectors[0], alone[k])
+        assert cost["texts_encoded"] == 1 and cost["tokens_encoded"] == len(model.tokenizer.encode(texts[k]).ids)
+        assert 0 < cost["encoder_passes"] < 1 and cost["encoder_cpu_seconds"] > 0
+    assert abs(sum(cost["encoder_passes"] for _, cost in results.values()) - 1) < 1e-5  # one pass, shared
