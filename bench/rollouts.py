@@ -156,12 +156,14 @@ def vm(pid: int, field: str) -> int:
     return 0
 
 
-async def serve_round(port: int, traces: list[dict], n: int, shift: int, tag: str, batch: float) -> dict[str, Any]:
+async def serve_round(port: int, traces: list[dict], n: int, shift: int, tag: str, batch: float,
+                      max_batch: int = 256) -> dict[str, Any]:
     from kgfed.engine.serve.client import AsyncServeClient
 
     latencies: list[float] = []
     wrong: list[str] = []
-    async with AsyncServeClient(f"http://127.0.0.1:{port}", connections=n, retries=20, batch_window=batch) as client:
+    async with AsyncServeClient(f"http://127.0.0.1:{port}", connections=n, retries=20, batch_window=batch,
+                                max_batch=max_batch) as client:
         async def rollout(i: int) -> None:
             trace = traces[(i + shift) % len(traces)]
             started = await client.start("kgfed", trace["question"], trace["topics"], f"{tag}-{i}")
@@ -284,7 +286,7 @@ async def run(args: argparse.Namespace) -> list[dict]:
         try:
             for phase, shift in (("cold", 0), ("warm", 1)):
                 before = (await _stats(port))["kgs"]["freebase"].get("sent", 0)
-                got = await serve_round(port, traces, args.rollouts, shift, phase, args.batch_ms / 1000)
+                got = await serve_round(port, traces, args.rollouts, shift, phase, args.batch_ms / 1000, args.max_batch)
                 sent = got["stats"]["kgs"]["freebase"].get("sent", 0) - before
                 rows.append(summary("kgfed serve", phase, got, sent, vm(proc.pid, "VmHWM"),
                                     got["stats"]["calls"].get("calls", 0)))
@@ -325,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=38)
     parser.add_argument("--batch-ms", type=float, default=2.0,
                         help="the rollout worker's client gathers the calls of this window into one POST /v1/batch (0: one POST a call)")
+    parser.add_argument("--max-batch", type=int, default=256, help="calls at most in one POST /v1/batch")
     parser.add_argument("--delay", type=float, default=0.0,
                         help="seconds added to every Virtuoso request by a loopback proxy (a remote or a full-size KG)")
     parser.add_argument("--out", help="append the rows to this JSONL file")
