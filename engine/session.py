@@ -121,7 +121,8 @@ class Session:
         if self._client is None:
             self._client = self.http.client(transport=self.transport)
         try:
-            self._responses = response_cache(self.cache)  # one for every KG of the session, closed after them
+            if self.kg_specs:  # one for every KG of the session, closed after them (no KG yet: on the first)
+                self._responses = response_cache(self.cache)
             self.kgs = open_kgs(list(self.kg_specs), http=self.http, cache=self.cache, client=self._client,
                                 store=self._responses)
         except BaseException:
@@ -193,7 +194,7 @@ class Session:
         self._check_open()
         if spec.name in self.kgs:
             raise KgfedError(f"KG named twice ({spec.name}): give each KG once")
-        kg = open_kg(spec, http=self.http, cache=self.cache, client=self.client, store=self._responses)
+        kg = open_kg(spec, http=self.http, cache=self.cache, client=self.client, store=self._responses_for_kgs())
         self.kgs[spec.name] = kg
         return kg
 
@@ -205,12 +206,20 @@ class Session:
 
         self._check_open()
         kg = open_endpoint(endpoint, name=name, dialect=dialect, partial=partial, http=self.http, cache=self.cache,
-                           client=self.client, fallbacks=tuple(fallbacks), store=self._responses)
+                           client=self.client, fallbacks=tuple(fallbacks), store=self._responses_for_kgs())
         if kg.name in self.kgs:
             self._close_later(kg)
             raise KgfedError(f"KG named twice ({kg.name}): give each KG once")
         self.kgs[kg.name] = kg
         return kg
+
+    def _responses_for_kgs(self) -> ResponseCache | None:
+        """The session's one response cache, opened with its first KG."""
+        if self._responses is None:
+            from .kg.facade import response_cache
+
+            self._responses = response_cache(self.cache)
+        return self._responses
 
     def _close_later(self, kg: Any) -> None:
         try:
