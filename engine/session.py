@@ -15,7 +15,9 @@ shared objects from one `Session`, built from one frozen `SessionSpec`, instead 
         session.store("alignments") # a cache store of the root (`kgfed.cache.root.open_store`), opened once
 
 The spec is built once (the CLI's `cli.options.session_spec(args)`, the harness's `RunSpec.session_spec()`, the
-MCP server's `ServerOptions.session`, or the caller) and nothing is patched after it is built.
+MCP server's `ServerOptions.session_spec()`, `kgfed serve`'s `open_session`, or the caller) and nothing is patched
+after it is built.
+
 What it owns, it builds from the spec's value objects (`HttpOptions`, `CacheOptions`, `KGSpec`, `AlignOptions`,
 an LLM spec, a text-source spec), so a worker process or a Ray actor rebuilds the same session from the same spec.
 Lower layers (`kg`, `federation`, `text`, `methods`, `toolbox`) take these objects as arguments and
