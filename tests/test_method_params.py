@@ -30,7 +30,8 @@ def kgs():
 
 # --width/--depth of `kgfed ask`/`run` and the MCP `ask` tool, as each paper names them
 WIDTH_DEPTH = {"tog": ("width", "depth"), "tog2": ("width", "depth"), "pog": ("max_width", "max_depth"),
-               "hydra": ("max_width", "max_depth"), "inses": ("width", "max_iter"), "proh": ("beam", "max_depth")}
+               "hydra": ("max_width", "max_depth"), "inses": ("width", "max_iter"), "proh": ("beam", "max_depth"),
+               "agent": ("calls_per_turn", "turns")}  # the agent: tool calls a reply runs, replies a question gets
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))

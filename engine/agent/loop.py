@@ -67,8 +67,9 @@ async def _execute(profile: ToolProfile, ctx: ToolContext, call: ToolCall) -> tu
 
 
 async def run_agent(llm: LLM, profile: ToolProfile, ctx: ToolContext, question: str, *, turns: int,
-                    temperature: float, max_tokens: int) -> AgentRun:
-    """Run the loop for one question (see the module docstring)."""
+                    temperature: float, max_tokens: int, calls_per_turn: int = MAX_CALLS_PER_TURN) -> AgentRun:
+    """Run the loop for one question (see the module docstring): at most `turns` replies, each reply's first
+    `calls_per_turn` tool calls run."""
     run = AgentRun(messages=[Message("system", profile.system_prompt(ctx)), Message("user", profile.opening(question, ctx))])
     specs = profile.specs()
     for _ in range(turns):
@@ -81,15 +82,16 @@ async def run_agent(llm: LLM, profile: ToolProfile, ctx: ToolContext, question: 
             charge("tool_errors")
             run.messages.append(Message("user", NO_TOOL_CALL.format(answer=profile.answer_name)))
             continue
-        if await _turn(profile, ctx, run, reply.tool_calls):
+        if await _turn(profile, ctx, run, reply.tool_calls, calls_per_turn):
             break
     return run
 
 
-async def _turn(profile: ToolProfile, ctx: ToolContext, run: AgentRun, calls: tuple[ToolCall, ...]) -> bool:
-    """Run one reply's calls (the first `MAX_CALLS_PER_TURN`; the rest answered as errors); True when the answer
-    tool was called with valid arguments (the loop ends)."""
-    for call in calls[:MAX_CALLS_PER_TURN]:
+async def _turn(profile: ToolProfile, ctx: ToolContext, run: AgentRun, calls: tuple[ToolCall, ...],
+                limit: int = MAX_CALLS_PER_TURN) -> bool:
+    """Run one reply's calls (the first `limit`; the rest answered as errors); True when the answer tool was
+    called with valid arguments (the loop ends)."""
+    for call in calls[:limit]:
         if call.name == profile.answer_name:
             try:
                 args = check_arguments(profile.tool(call.name).parameters, _arguments(call), call.name)
@@ -108,9 +110,9 @@ async def _turn(profile: ToolProfile, ctx: ToolContext, run: AgentRun, calls: tu
         text, error = await _execute(profile, ctx, call)
         run.messages.append(Message("tool", text, tool_call_id=call.id, is_error=error))
         run.calls.append({"name": call.name, "arguments": call.arguments, "error": error})
-    for call in calls[MAX_CALLS_PER_TURN:]:
+    for call in calls[limit:]:
         charge("tool_calls")
         charge("tool_errors")
-        run.messages.append(Message("tool", f"error: more than {MAX_CALLS_PER_TURN} calls in one reply: this one was "
+        run.messages.append(Message("tool", f"error: more than {limit} calls in one reply: this one was "
                                     "not run", tool_call_id=call.id, is_error=True))
     return False

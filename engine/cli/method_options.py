@@ -23,8 +23,10 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--param", "-p", action=ParamAction, default=[], metavar="KEY=VALUE",
                         help="method parameter, repeatable (values parsed as JSON when they can be: width=3, pruning=bm25); "
                              "--param help lists the method's parameters, types, defaults and bounds")
-    parser.add_argument("--width", type=int, help="beam width (the method's own name: ToG/ToG-2/INSES width, PoG/HydraRAG max_width, PRoH beam)")
-    parser.add_argument("--depth", type=int, help="maximum depth (ToG/ToG-2 depth, PoG/HydraRAG/PRoH max_depth, INSES max_iter)")
+    parser.add_argument("--width", type=int, help="beam width (the method's own name: ToG/ToG-2/INSES width, PoG/HydraRAG "
+                        "max_width, PRoH beam, the agent's calls_per_turn)")
+    parser.add_argument("--depth", type=int, help="maximum depth (ToG/ToG-2 depth, PoG/HydraRAG/PRoH max_depth, INSES "
+                        "max_iter, the agent's turns)")
     parser.add_argument("--text", metavar="SOURCE", help="text source for methods that read passages: file:PATH.jsonl | wikipedia | demo")
 
 

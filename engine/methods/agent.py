@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from ...cache.costs import charge
-from ..agent.loop import AgentRun, run_agent
+from ..agent.loop import MAX_CALLS_PER_TURN, AgentRun, run_agent
 from ..agent.tools import ToolContext, get_profile
 from ..toolbox.llm import ANSWER_TEMPERATURE
 from .base import STOPWORDS, Method, Result, Topics
@@ -35,7 +36,11 @@ AGENT_MAX_TOKENS = 512  # a reply holds one or a few tool calls, or a short answ
 class AgentParams(MethodParams):
     """The agent's parameters: its turn budget and tool profile."""
 
+    ALIASES: ClassVar[Mapping[str, str]] = {"width": "calls_per_turn", "depth": "turns"}
+
     turns: int = param(DEFAULT_TURNS, low=1, help="LLM calls at most per question (KG-R1: 7)")
+    calls_per_turn: int = param(MAX_CALLS_PER_TURN, low=1,
+                                help="tool calls run from one reply (the rest answered as errors)")
     tools: str = param("kgfed", help="the tool profile (engine/agent/tools.py PROFILES: kgfed, ...)")
     temperature: float = param(ANSWER_TEMPERATURE, help="temperature of every call")
     max_tokens: int = param(AGENT_MAX_TOKENS, low=1, help="reply cap per LLM call")
@@ -58,7 +63,8 @@ class Agent(Method):
             return await self._llm_free(question, topics)
         ctx = ToolContext(self.kgs, question, {k: dict(v) for k, v in topics.items()}, sparql_rows=self.params.sparql_rows)
         run = await run_agent(self.llm, self.profile, ctx, question, turns=self.params.turns,
-                              temperature=self.params.temperature, max_tokens=self.params.max_tokens)
+                              temperature=self.params.temperature, max_tokens=self.params.max_tokens,
+                              calls_per_turn=self.params.calls_per_turn)
         paths = ctx.paths_to(run.ids)
         hops = max((len(p) for p in paths), default=0) or _hops(run)
         if hops:
