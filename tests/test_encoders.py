@@ -40,9 +40,9 @@ def test_a_bad_backend_is_a_one_line_error(monkeypatch):
 
 def test_a_bad_backend_stops_kgfed_run_before_any_question(tmp_path):
     questions = tmp_path / "q.jsonl"
-    questions.write_text(json.dumps({"id": "q1", "question": "who?", "topic_entity": {"m.0": "X"}, "answer": ["Y"]}) + "\n")
+    questions.write_text(json.dumps({"id": "q1", "question": "who?", "topic_entity": {"m.0abc": "X"}, "answer": ["Y"]}) + "\n")
     kg = tmp_path / "kg.nt"
-    kg.write_text('<http://rdf.freebase.com/ns/m.0> <http://rdf.freebase.com/ns/type.object.name> "X" .\n')
+    kg.write_text('<http://rdf.freebase.com/ns/m.0abc> <http://rdf.freebase.com/ns/type.object.name> "X" .\n')
     done = subprocess.run([sys.executable, "-m", "kgfed.engine.cli", "run", str(questions), "--kg", "freebase",
                            "--endpoint", f"freebase=file:{kg}", "--method", "tog", "--llm", "none",
                            "--out", str(tmp_path / "out.jsonl"), "--cache-dir", str(tmp_path / "cache"), "--no-progress"],
