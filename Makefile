@@ -4,6 +4,8 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 TORCH   := torch==2.13.0   # the local CPU wheel; a plain `torch` pulls a multi-GB CUDA build
+# setuptools' "Editable installation" banner (a BuildBackendWarning about the package-dir mapping) said nothing to act on
+QUIET   := PYTHONWARNINGS="ignore:Editable installation"
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -16,13 +18,13 @@ $(BIN)/python:
 # core only: enough for the demo (no torch, starts in well under a second)
 # engine/__init__.py holds the version the installed metadata must carry
 $(VENV)/.core: pyproject.toml requirements.lock engine/__init__.py | $(BIN)/python
-	$(BIN)/pip install -q -c requirements.lock -e .
+	$(QUIET) $(BIN)/pip install -q -c requirements.lock -e .
 	touch $@
 
 # everything the test-suite exercises: embeddings (CPU torch first), LLM SDK, text, dev tools, the docs site
 $(VENV)/.dev: pyproject.toml requirements.lock $(VENV)/.core
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -c requirements.lock -e '.[embeddings,llm,text,dev,docs,train]'  # train: ~80 s (docs/serve.md)
+	$(QUIET) $(BIN)/pip install -q -c requirements.lock -e '.[embeddings,llm,text,dev,docs,train]'  # train: ~80 s (docs/serve.md)
 	touch $@
 
 demo: $(VENV)/.core
