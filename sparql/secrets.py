@@ -86,14 +86,20 @@ def _mask_token(match: re.Match[str]) -> str:
     return MASK
 
 
-def redact(text: str, *secrets: str | None) -> str:
-    """`text` with URL credentials, API tokens and each of `secrets` (e.g. a configured key) masked."""
-    if not text:
-        return text
+def _mask_shapes(text: str) -> str:
+    """`text` with URL userinfo and API-token shapes masked (what `redact` and `redact_credentials` both do first)."""
     userinfo, tokens, _ = _patterns()
     out = userinfo.sub(lambda m: f"{m['scheme']}{MASK}@", text)
     for pattern in tokens:
         out = pattern.sub(_mask_token, out)
+    return out
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """`text` with URL credentials, API tokens and each of `secrets` (e.g. a configured key) masked."""
+    if not text:
+        return text
+    out = _mask_shapes(text)
     for secret in (*(s for s in secrets if s), *known_secrets()):
         if len(secret) >= _MIN_SECRET:
             out = out.replace(secret, MASK)
@@ -107,10 +113,7 @@ def redact_credentials(text: str) -> str:
     query naming `people.person.gender`) is left in the data, where it is no credential."""
     if not text:
         return text
-    userinfo, tokens, _ = _patterns()
-    out = userinfo.sub(lambda m: f"{m['scheme']}{MASK}@", text)
-    for pattern in tokens:
-        out = pattern.sub(_mask_token, out)
+    out = _mask_shapes(text)
     for secret in known_secrets():
         if len(secret) >= _MIN_SECRET and secret in out:
             escaped = re.escape(secret)
