@@ -22,7 +22,7 @@ import pytest
 
 from kgfed.cache.root import BACKENDS, CacheSpec
 from kgfed.engine.methods import METHODS, get_method
-from kgfed.engine.toolbox.llm import make_llm
+from kgfed.engine.toolbox.llm import PROVIDERS, make_llm
 from kgfed.sparql.dialects import DIALECT_REGISTRY, get_dialect
 from kgfed.sparql.errors import InvalidIdentifier, KgfedError, LLMError
 from kgfed.sparql.registry import Registry
@@ -279,7 +279,7 @@ def test_a_registry_reads_entry_points_only_when_a_name_is_not_its_own(on_path):
 
 
 def test_the_registries_hand_out_the_plugin_objects(on_path):
-    for registry in (METHODS, DIALECT_REGISTRY, BACKENDS):
+    for registry in (METHODS, DIALECT_REGISTRY, BACKENDS, PROVIDERS):  # another test may have listed them first
         registry._scanned = False  # read the entry points again, now that the plugin is on the path
     try:
         assert get_method("hop-once").__name__ == "HopOnce"
@@ -289,7 +289,7 @@ def test_the_registries_hand_out_the_plugin_objects(on_path):
         assert make_llm(f"fixed:{BIRTHPLACE}").reply == BIRTHPLACE
         assert make_llm(f"kgfed_plugin_demo.llm:FixedLLM:{BIRTHPLACE}").reply == BIRTHPLACE  # no registration needed
     finally:
-        for registry in (METHODS, DIALECT_REGISTRY, BACKENDS):
+        for registry in (METHODS, DIALECT_REGISTRY, BACKENDS, PROVIDERS):
             registry.found.clear()
             registry._loaded = {k: v for k, v in registry._loaded.items() if k in registry.entries}
 
