@@ -76,20 +76,21 @@ async def _relations(ctx: ToolContext, kg: KG, ids: list[str], direction: str) -
     return sorted(shown)
 
 
-async def get_relations_out(args: dict[str, Any], ctx: ToolContext) -> str:
+async def _relations_text(args: dict[str, Any], ctx: ToolContext, direction: str, word: str) -> str:
+    """KG-R1's text for one direction's relations (`word`: outgoing or incoming)."""
     kg, ids, name = await _entity(ctx, args["entity"])
-    found = await _relations(ctx, kg, ids, "out")
+    found = await _relations(ctx, kg, ids, direction)
     if not found:
-        return f'No outgoing relations found for entity "{name}" in knowledge graph'
-    return f'Outgoing relations for entity "{name}":\n' + ", ".join(found)
+        return f'No {word} relations found for entity "{name}" in knowledge graph'
+    return f'{word.capitalize()} relations for entity "{name}":\n' + ", ".join(found)
+
+
+async def get_relations_out(args: dict[str, Any], ctx: ToolContext) -> str:
+    return await _relations_text(args, ctx, "out", "outgoing")
 
 
 async def get_relations_in(args: dict[str, Any], ctx: ToolContext) -> str:
-    kg, ids, name = await _entity(ctx, args["entity"])
-    found = await _relations(ctx, kg, ids, "in")
-    if not found:
-        return f'No incoming relations found for entity "{name}" in knowledge graph'
-    return f'Incoming relations for entity "{name}":\n' + ", ".join(found)
+    return await _relations_text(args, ctx, "in", "incoming")
 
 
 async def _entities(ctx: ToolContext, args: dict[str, Any], direction: str) -> tuple[str, str, list[str]]:
